@@ -1,0 +1,1 @@
+// placeholder: the gate_chain benchmarks land here

@@ -1,0 +1,1 @@
+// placeholder: math/{exp,tanh,sigmoid,erf}/{fuse,eigen}
