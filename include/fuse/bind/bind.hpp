@@ -1,0 +1,100 @@
+// bind(): turns an expression tree into its evaluator tree over an iteration space, composing
+// index maps on the way down (see index_map.hpp) and folding them into strides at the leaves.
+//
+// Nodes that cannot be evaluated element by element inside the loop (reductions) are handed to
+// the executor's context, which evaluates them ahead of the loop into storage the evaluator
+// owns; every other node stays fused.
+#pragma once
+
+#include <utility>
+
+#include "fuse/bind/evaluators.hpp"
+#include "fuse/bind/index_map.hpp"
+#include "fuse/expr/elementwise.hpp"
+#include "fuse/expr/views.hpp"
+
+namespace fuse::bind {
+
+/// A node the executor must evaluate ahead of the loop (it declares `materialize_tag`).
+template <class N>
+concept materialized_node = requires { typename N::materialize_tag; };
+
+template <class Mode, class Node, class Map, class Ctx>
+auto bind(const Node& n, const Map& m, Ctx& ctx);
+
+namespace detail {
+
+template <class Mode, class Op, class... A, class Map, class Ctx, std::size_t... I>
+auto bind_map(const map_expr<Op, A...>& n, const Map& m, Ctx& ctx, std::index_sequence<I...>) {
+  const auto ext = n.shape().array();
+  using T = typename map_expr<Op, A...>::value_type;
+  using E = map_eval<Mode, Op, T, decltype(bind<Mode>(fuse::get<I>(n.args), compose(m, broadcast_axes(fuse::get<I>(n.args).shape().array(), ext)), ctx))...>;
+  return E{n.op, {bind<Mode>(fuse::get<I>(n.args), compose(m, broadcast_axes(fuse::get<I>(n.args).shape().array(), ext)), ctx)...}};
+}
+
+template <std::size_t R>
+axis_map<R> shift_axis(index_t axis, index_t by) {
+  axis_map<R> a;
+  for (std::size_t d = 0; d < R; ++d) a.src[d] = static_cast<index_t>(d), a.scale[d] = 1;
+  a.offset[static_cast<std::size_t>(axis)] = -by;
+  return a;
+}
+
+template <class Mode, class... C, class Map, class Ctx, std::size_t... I>
+auto bind_concat(const concat_expr<C...>& n, const Map& m, Ctx& ctx, std::index_sequence<I...>) {
+  constexpr std::size_t R = concat_expr<C...>::rank;
+  using T = typename concat_expr<C...>::value_type;
+  using E = concat_eval<T, Map::in_rank, Map, decltype(bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(0, 0)), ctx))...>;
+  E e{{bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(n.axis, n.offsets[I])), ctx)...}, m, n.axis, n.offsets};
+  return e;
+}
+
+}  // namespace detail
+
+/// The evaluator of node `n`, whose coordinates are m(x) for iteration coordinates x.
+template <class Mode, class Node, class Map, class Ctx>
+auto bind(const Node& n, const Map& m, Ctx& ctx) {
+  constexpr std::size_t Q = Map::in_rank;
+  if constexpr (is_tensor_view<Node>::value) {
+    return make_leaf<typename Node::element_type, Q>(n.data(), n.shape().array(), n.strides(), m);
+  } else if constexpr (is_scalar_expr<Node>::value) {
+    return scalar_eval<typename Node::value_type, Q>{to_compute<typename Node::value_type>(n.value)};
+  } else if constexpr (requires { typename Node::op_type; }) {
+    return detail::bind_map<Mode>(n, m, ctx, std::make_index_sequence<decltype(n.args)::size>{});
+  } else if constexpr (is_affine_view<Node>::value) {
+    return bind<Mode>(n.child, compose(m, n.map), ctx);
+  } else if constexpr (is_reshape_view<Node>::value) {
+    return bind<Mode>(n.child, then_reshape(m, n.shape().array(), n.child.shape().array()), ctx);
+  } else if constexpr (is_concat_expr<Node>::value) {
+    return detail::bind_concat<Mode>(n, m, ctx, std::make_index_sequence<Node::count>{});
+  } else if constexpr (is_take_expr<Node>::value) {
+    using DN = decltype(n.data);
+    using IN = decltype(n.indices);
+    constexpr std::size_t Rt = Node::rank;
+    // The indices' coordinates are the take's axes [axis, axis + rank(indices)).
+    axis_map<IN::rank> proj;
+    for (std::size_t d = 0; d < IN::rank; ++d)
+      proj.src[d] = n.axis + static_cast<index_t>(d), proj.scale[d] = 1, proj.offset[d] = 0;
+    auto data_ev = bind<Mode>(n.data, affine_map<DN::rank, DN::rank>::identity(), ctx);
+    auto idx_ev = bind<Mode>(n.indices, compose(m, proj), ctx);
+    take_eval<typename Node::value_type, Q, Map, decltype(data_ev), decltype(idx_ev)> e{data_ev, idx_ev, m, n.axis};
+    e.extent = n.data.shape()[static_cast<std::size_t>(n.axis)];
+    e.data_extent = n.data.shape().array();
+    e.mode = n.mode;
+    (void)Rt;
+    return e;
+  } else if constexpr (materialized_node<Node>) {
+    using T = typename Node::value_type;
+    using S = decltype(ctx.materialize(n));
+    auto storage = std::make_shared<const S>(ctx.materialize(n));
+    const auto v = storage->view();
+    owned_leaf_eval<const T, Q, Map, shape_param_v<typename S::shape_type>> e;
+    static_cast<leaf_eval<const T, Q, Map>&>(e) = make_leaf<const T, Q>(v.data(), v.shape().array(), v.strides(), m);
+    e.storage = std::move(storage);
+    return e;
+  } else {
+    static_assert(sizeof(Node) == 0, "fuse: bind() does not know this node type");
+  }
+}
+
+}  // namespace fuse::bind

@@ -1,0 +1,359 @@
+// Evaluators: an expression tree bound to an iteration space of rank Q. Each node of the tree
+// becomes an evaluator that can produce its compute value
+//   at(x)      at full iteration coordinates x (the general path), and
+//   get(j)     at element j of the current row, after row(x) fixed the outer coordinates.
+// Leaves hold a data pointer and strides over the iteration space (or, when their index map
+// could not fold into strides, the map itself). Executors read leaves' row pointers and inner
+// strides to load whole vectors; see fuse/cpu/vector_access.hpp.
+//
+// Device-ready scalar paths (FUSE_HD); nothing here allocates except materialised reductions.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+#include <utility>
+
+#include "fuse/bind/index_map.hpp"
+#include "fuse/core/dtype.hpp"
+#include "fuse/core/tensor.hpp"
+#include "fuse/expr/convert.hpp"
+#include "fuse/expr/elementwise.hpp"
+#include "fuse/expr/views.hpp"
+
+namespace fuse::bind {
+
+/// What an executor learns about a leaf: where its elements lie and how it walks them.
+struct leaf_info {
+  const void* lo = nullptr;  ///< first byte it may read
+  const void* hi = nullptr;  ///< one past the last byte it may read
+  bool folded = false;       ///< addresses are base + sum(x[k] * stride[k])
+  const void* base = nullptr;
+  const index_t* stride = nullptr;  ///< Q strides in elements when folded
+  std::size_t elem_size = 0;
+};
+
+namespace detail {
+/// Byte range [lo, hi) touched by strides over extents from base (elements of size es).
+template <std::size_t Q>
+void byte_range(const void* base, const index_array<Q>& ext, const index_t* stride, std::size_t es, const void*& lo,
+                const void*& hi) {
+  index_t a = 0, b = 0;
+  for (std::size_t k = 0; k < Q; ++k) {
+    if (ext[k] == 0) {
+      lo = hi = base;
+      return;
+    }
+    const index_t span = (ext[k] - 1) * stride[k];
+    (span < 0 ? a : b) += span;
+  }
+  const auto* p = static_cast<const unsigned char*>(base);
+  lo = p + a * static_cast<index_t>(es);
+  hi = p + (b + 1) * static_cast<index_t>(es);
+}
+}  // namespace detail
+
+// ---- leaves ------------------------------------------------------------------------------------------------
+
+/// A tensor_view leaf under index map Map (iteration space -> the view's coordinates).
+template <class T, std::size_t Q, class Map>
+struct leaf_eval {
+  using value_type = std::remove_cv_t<T>;
+  using compute_type = compute_t<value_type>;
+  static constexpr std::size_t rank = Q;
+  static constexpr std::size_t node_rank = Map::out_rank;
+  static constexpr bool may_be_general = !is_affine_map<Map>::value;
+
+  // Folded form: address = base + sum(x[k] * stride[k]).
+  const T* base = nullptr;
+  index_array<Q> stride{};
+  bool folded = true;
+  // General form: address = data + sum(map(x)[d] * node_stride[d]).
+  [[no_unique_address]] std::conditional_t<may_be_general, Map, char> map{};
+  const T* data = nullptr;
+  index_array<node_rank> node_stride{};
+  index_array<node_rank> node_extent{};
+  // Row state.
+  const T* row_ptr = nullptr;
+  index_t inner = 0;
+  index_array<Q> row_x{};
+  // General form along the row: elements [run_begin, run_end) at run_ptr + (j - run_begin) * run_stride.
+  mutable const T* run_ptr = nullptr;
+  mutable index_t run_begin = 0, run_end = 0, run_stride = 0;
+
+  /// Makes the current run of the general form cover element j of the row.
+  FUSE_HD void ensure_run(index_t j) const {
+    if (j >= run_begin && j < run_end) return;
+    index_array<Q> x = row_x;
+    x[Q - 1] = j;
+    run r;
+    if constexpr (may_be_general) r = row_run(map, node_stride, x.data());
+    run_ptr = data + r.offset;
+    run_stride = r.stride;
+    run_begin = j;
+    run_end = j + r.length;
+  }
+
+  FUSE_HD index_t general_offset(const index_t* x) const {
+    index_t c[node_rank > 0 ? node_rank : 1];
+    if constexpr (may_be_general) map.apply(x, c);
+    index_t o = 0;
+    for (std::size_t d = 0; d < node_rank; ++d) o += c[d] * node_stride[d];
+    return o;
+  }
+  FUSE_HD compute_type at(const index_t* x) const {
+    if (!may_be_general || folded) {
+      index_t o = 0;
+      for (std::size_t k = 0; k < Q; ++k) o += x[k] * stride[k];
+      return to_compute<value_type>(base[o]);
+    }
+    return to_compute<value_type>(data[general_offset(x)]);
+  }
+  FUSE_HD void row(const index_t* x) {
+    if (!may_be_general || folded) {
+      index_t o = 0;
+      for (std::size_t k = 0; k + 1 < Q; ++k) o += x[k] * stride[k];
+      row_ptr = base + o;
+      inner = Q ? stride[Q - 1] : 0;
+    } else {
+      for (std::size_t k = 0; k < Q; ++k) row_x[k] = x[k];
+      run_begin = run_end = 0;
+    }
+  }
+  FUSE_HD compute_type get(index_t j) const {
+    if (!may_be_general || folded) return to_compute<value_type>(row_ptr[j * inner]);
+    ensure_run(j);
+    return to_compute<value_type>(run_ptr[(j - run_begin) * run_stride]);
+  }
+  bool all_folded() const { return !may_be_general || folded; }
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<Q>& ext) const {
+    leaf_info info;
+    info.elem_size = sizeof(T);
+    info.folded = all_folded();
+    if (info.folded) {
+      info.base = base;
+      info.stride = stride.data();
+      detail::byte_range(base, ext, stride.data(), sizeof(T), info.lo, info.hi);
+    } else {
+      detail::byte_range(data, node_extent, node_stride.data(), sizeof(T), info.lo, info.hi);
+    }
+    f(info);
+  }
+  /// Re-expresses the folded strides over a transformed iteration space: new axis k walks the
+  /// old axis pick[k] (or nothing when pick[k] < 0).
+  void retarget(const index_array<Q>& pick) {
+    index_array<Q> s{};
+    for (std::size_t k = 0; k < Q; ++k) s[k] = pick[k] >= 0 ? stride[static_cast<std::size_t>(pick[k])] : 0;
+    stride = s;
+  }
+};
+
+template <class T, std::size_t Q, class Map>
+leaf_eval<T, Q, Map> make_leaf(const T* data, const index_array<Map::out_rank>& extents,
+                               const index_array<Map::out_rank>& strides, const Map& m) {
+  leaf_eval<T, Q, Map> e;
+  const strided<Q> f = fold(m, strides);
+  e.folded = f.ok;
+  e.data = data;
+  e.node_stride = strides;
+  e.node_extent = extents;
+  if (f.ok) {
+    e.base = data + f.offset;
+    e.stride = f.stride;
+  } else {
+    if constexpr (leaf_eval<T, Q, Map>::may_be_general) e.map = m;
+  }
+  return e;
+}
+
+/// A leaf that owns its storage: a reduction (or other node) evaluated ahead of the loop. The
+/// storage is shared, so copies of the evaluator keep pointing at live memory.
+template <class T, std::size_t Q, class Map, auto E>
+struct owned_leaf_eval : leaf_eval<T, Q, Map> {
+  std::shared_ptr<const tensor<std::remove_cv_t<T>, E>> storage;
+};
+
+/// A constant.
+template <class T, std::size_t Q>
+struct scalar_eval {
+  using value_type = T;
+  using compute_type = compute_t<T>;
+  static constexpr std::size_t rank = Q;
+  compute_type value{};
+  FUSE_HD compute_type at(const index_t*) const { return value; }
+  FUSE_HD void row(const index_t*) {}
+  FUSE_HD compute_type get(index_t) const { return value; }
+  bool all_folded() const { return true; }
+  template <class F>
+  void for_each_leaf(F&&, const index_array<Q>&) const {}
+  void retarget(const index_array<Q>&) {}
+};
+
+// ---- elementwise -----------------------------------------------------------------------------------------------
+
+/// Applies op to scalar compute values (every op has a scalar form for every compute type).
+template <class Mode, class Op, class... C>
+FUSE_HD auto apply_scalar(const Op& op, C... c) {
+  return op.template apply<Mode>(c...);
+}
+
+/// An elementwise op over child evaluators; `Mode` is the math mode (accurate / fast).
+template <class Mode, class Op, class T, class... Ch>
+struct map_eval {
+  using value_type = T;
+  using compute_type = compute_t<T>;
+  using op_type = Op;
+  static constexpr std::size_t rank = std::tuple_element_t<0, std::tuple<Ch...>>::rank;
+  [[no_unique_address]] Op op;
+  tuple<Ch...> ch;
+
+  FUSE_HD compute_type at(const index_t* x) const {
+    return eval_with([&](const auto& c) { return c.at(x); });
+  }
+  FUSE_HD void row(const index_t* x) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
+  }
+  FUSE_HD compute_type get(index_t j) const {
+    return eval_with([&](const auto& c) { return c.get(j); });
+  }
+  bool all_folded() const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) { return (fuse::get<I>(ch).all_folded() && ...); }(
+        std::index_sequence_for<Ch...>{});
+  }
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<rank>& ext) const {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+  }
+  void retarget(const index_array<rank>& pick) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).retarget(pick), ...); }(std::index_sequence_for<Ch...>{});
+  }
+
+ private:
+  template <class F>
+  FUSE_HD compute_type eval_with(F&& value_of) const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) -> compute_type {
+      if constexpr (ops::is_cast<Op>) {
+        using From = typename std::tuple_element_t<0, std::tuple<Ch...>>::value_type;
+        return convert_value<typename Op::to, From>(value_of(fuse::get<0>(ch)));
+      } else {
+        return canonical<T>(static_cast<compute_type>(apply_scalar<Mode>(op, value_of(fuse::get<I>(ch))...)));
+      }
+    }(std::index_sequence_for<Ch...>{});
+  }
+};
+
+// ---- concatenate and take ---------------------------------------------------------------------------------------
+
+/// Children of a concatenate; `Map` gives the concatenate's coordinates (to find the child).
+template <class T, std::size_t Q, class Map, class... Ch>
+struct concat_eval {
+  using value_type = T;
+  using compute_type = compute_t<T>;
+  static constexpr std::size_t rank = Q;
+  static constexpr std::size_t count = sizeof...(Ch);
+  tuple<Ch...> ch;
+  Map map;
+  index_t axis = 0;
+  index_array<count + 1> offsets{};
+  // Row state: the child every element of the row falls in, or -1 when it varies along the row.
+  int row_child = -1;
+  index_array<Q> row_x{};
+
+  FUSE_HD int child_of(const index_t* x) const {
+    index_t c[Map::out_rank];
+    map.apply(x, c);
+    const index_t a = c[axis];
+    int i = 0;
+    while (i + 1 < static_cast<int>(count) && a >= offsets[static_cast<std::size_t>(i) + 1]) ++i;
+    return i;
+  }
+  template <class F>
+  FUSE_HD compute_type dispatch(int i, F&& f) const {
+    compute_type r{};
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((static_cast<int>(I) == i ? (void)(r = f(fuse::get<I>(ch))) : (void)0), ...);
+    }(std::index_sequence_for<Ch...>{});
+    return r;
+  }
+  FUSE_HD compute_type at(const index_t* x) const {
+    return dispatch(child_of(x), [&](const auto& c) { return c.at(x); });
+  }
+  FUSE_HD void row(const index_t* x) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
+    for (std::size_t k = 0; k < Q; ++k) row_x[k] = x[k];
+    row_child = (Q == 0 || !map.depends(static_cast<std::size_t>(axis), Q - 1)) ? child_of(x) : -1;
+  }
+  FUSE_HD int child_at(index_t j) const {
+    if (row_child >= 0) return row_child;
+    index_array<Q> x = row_x;
+    x[Q - 1] = j;
+    return child_of(x.data());
+  }
+  FUSE_HD compute_type get(index_t j) const {
+    return dispatch(child_at(j), [&](const auto& c) { return c.get(j); });
+  }
+  bool all_folded() const { return false; }  // keeps the iteration space as it is
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<Q>& ext) const {
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+  }
+  void retarget(const index_array<Q>&) {}
+};
+
+/// take: `idx` is bound in the iteration space (it is an ordinary operand); `data` is bound in
+/// its own coordinates and read at (pre..., index, post...).
+template <class T, std::size_t Q, class Map, class DataEv, class IdxEv>
+struct take_eval {
+  using value_type = T;
+  using compute_type = compute_t<T>;
+  static constexpr std::size_t rank = Q;
+  static constexpr std::size_t node_rank = Map::out_rank;
+  static constexpr std::size_t data_rank = DataEv::rank;
+  static constexpr std::size_t idx_rank = node_rank + 1 - data_rank;
+  DataEv data;
+  IdxEv idx;
+  Map map;
+  index_t axis = 0;
+  index_t extent = 0;  // of data along axis
+  index_array<data_rank> data_extent{};
+  take_mode mode = take_mode::clip;
+  index_array<Q> row_x{};
+
+  FUSE_HD index_t normalize(index_t i) const {
+    if (mode == take_mode::wrap) {
+      i %= extent;
+      return i < 0 ? i + extent : i;
+    }
+    return i < 0 ? 0 : (i >= extent ? extent - 1 : i);
+  }
+  FUSE_HD compute_type read(const index_t* x, index_t i) const {
+    index_t t[node_rank > 0 ? node_rank : 1];
+    map.apply(x, t);
+    index_t dc[data_rank];
+    const auto a = static_cast<std::size_t>(axis);
+    for (std::size_t d = 0; d < a; ++d) dc[d] = t[d];
+    dc[a] = normalize(i);
+    for (std::size_t d = a + 1; d < data_rank; ++d) dc[d] = t[d - 1 + idx_rank];
+    return data.at(dc);
+  }
+  FUSE_HD compute_type at(const index_t* x) const { return read(x, static_cast<index_t>(idx.at(x))); }
+  FUSE_HD void row(const index_t* x) {
+    idx.row(x);
+    for (std::size_t k = 0; k < Q; ++k) row_x[k] = x[k];
+  }
+  FUSE_HD compute_type get(index_t j) const {
+    index_array<Q> x = row_x;
+    x[Q - 1] = j;
+    return read(x.data(), static_cast<index_t>(idx.get(j)));
+  }
+  bool all_folded() const { return false; }
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<Q>& ext) const {
+    idx.for_each_leaf(f, ext);
+    data.for_each_leaf(f, data_extent);
+  }
+  void retarget(const index_array<Q>&) {}
+};
+
+}  // namespace fuse::bind

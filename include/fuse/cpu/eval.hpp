@@ -1,0 +1,452 @@
+// The CPU executor: fuse::eval(out, expr) evaluates the whole tree in one loop nest.
+//
+//   1. bind: the tree becomes evaluators over the output's coordinates (fuse/bind).
+//   2. aliasing: an output that shares memory with a leaf read through the very same
+//      addresses is updated in place (x = f(x)); any other overlap (x = transpose(x)) sends the
+//      results through a temporary first, so the answer is always right.
+//   3. loop shape: when every leaf folded into strides, axes of extent 1 are dropped, the axes
+//      are ordered by the output's strides and merged wherever every operand allows (a
+//      contiguous tree becomes one flat loop; a row plus a broadcast bias stays two).
+//   4. the loop: rows over the outer axes, the inner axis in SIMD vectors (partial vector at
+//      the tail, never a scalar loop), streaming stores for outputs too big for the cache.
+//
+// Several outputs of one shape are written in the same pass:
+//   fuse::eval(fuse::outputs(h, c), h_expr, c_expr);
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "fuse/bind/bind.hpp"
+#include "fuse/core/error.hpp"
+#include "fuse/core/tensor.hpp"
+#include "fuse/cpu/options.hpp"
+#include "fuse/cpu/vector_access.hpp"
+#include "fuse/expr/broadcast.hpp"
+#include "fuse/expr/node.hpp"
+
+namespace fuse {
+
+// ---- outputs ----------------------------------------------------------------------------------------------
+
+template <class Out, class T>
+inline constexpr bool output_is_writable = !std::is_const_v<T>;
+
+/// The writable view an output argument becomes: a tensor, a non-const tensor_view, a view
+/// made by split/transpose/... of those, a reshape of one whose layout allows it, or a foreign
+/// container (Eigen) with a view_traits specialisation.
+template <class X>
+auto as_output(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_tensor<D>::value) {
+    static_assert(!std::is_const_v<std::remove_reference_t<X>>, "fuse::eval: the output tensor is const");
+    return x.view();
+  } else if constexpr (is_tensor_view<D>::value) {
+    static_assert(output_is_writable<D, typename D::element_type>,
+                  "fuse::eval: the output is a view of const elements; it cannot be written");
+    return tensor_view<typename D::element_type, shape_param_v<typename D::shape_type>>(x);
+  } else if constexpr (is_reshape_view<D>::value) {
+    auto inner = as_output(x.child);
+    using V = decltype(inner);
+    constexpr std::size_t R = D::rank;
+    index_array<R> s{};
+    if (!bind::detail::reshape_strides(inner.shape().array(), inner.strides(), x.shape().array(), s))
+      throw_shape_error("eval: the output reshape to ", x.shape().array(), " of a view of shape ", inner.shape().array(),
+                        " cannot be expressed with strides (the view is not contiguous enough)");
+    return tensor_view<typename V::element_type, static_cast<int>(R)>(inner.data(), x.shape(), s);
+  } else if constexpr (foreign_viewable<X>) {
+    return as_output(view_traits<D>::view(x));
+  } else {
+    static_assert(sizeof(D) == 0, "fuse::eval: this output is not a tensor, a writable view or a viewable container");
+  }
+}
+
+template <class... O>
+struct outputs_t {
+  std::tuple<O...> views;
+};
+/// Several outputs for one pass: fuse::eval(fuse::outputs(a, b), expr_a, expr_b).
+template <class... X>
+auto outputs(X&&... x) {
+  return outputs_t<decltype(as_output(static_cast<X&&>(x)))...>{{as_output(static_cast<X&&>(x))...}};
+}
+
+template <class Out, class Expr>
+inline constexpr bool output_dtype_matches_expression = std::is_same_v<Out, Expr>;
+
+template <class OutShape, class ExprShape>
+inline constexpr bool static_expression_shape_fits_output = [] {
+  if constexpr (OutShape::is_static && ExprShape::is_static) {
+    if (ExprShape::rank > OutShape::rank) return false;
+    constexpr auto r = fuse::detail::static_broadcast<ExprShape, OutShape>();
+    return r.ok && r.extents == OutShape::extents;
+  } else {
+    return true;
+  }
+}();
+
+namespace cpu {
+
+template <class Mode>
+struct context;
+
+/// A node evaluated by a kernel of its own when it is the root of eval (reductions, softmax,
+/// layer_norm: see fuse/cpu/reduce.hpp); inside a larger tree it is materialised first.
+template <class N>
+concept root_kernel_node = requires { typename N::materialize_tag; };
+
+template <class Mode, class T, std::size_t Q, class N>
+  requires root_kernel_node<N>
+void run_root(tensor_view<T, static_cast<int>(Q)> out, const N& node);
+
+namespace detail {
+
+/// Loop shape after dropping extent-1 axes, ordering by the first output's strides and merging.
+template <std::size_t Q>
+struct loop_plan {
+  index_array<Q> extent{};  ///< right-aligned; leading unused axes have extent 1
+  index_array<Q> pick{};    ///< old axis walked by each new axis (-1: none)
+};
+
+template <std::size_t Q>
+loop_plan<Q> plan_loops(const index_array<Q>& ext, const std::vector<index_array<Q>>& strides) {
+  std::size_t dims[Q > 0 ? Q : 1];
+  std::size_t nd = 0;
+  for (std::size_t k = 0; k < Q; ++k)
+    if (ext[k] != 1) dims[nd++] = k;
+  // Outermost first: larger |stride| of the first output; ties keep their order.
+  auto mag = [&](std::size_t k) { return strides[0][k] < 0 ? -strides[0][k] : strides[0][k]; };
+  std::stable_sort(dims, dims + nd, [&](std::size_t a, std::size_t b) { return mag(a) > mag(b); });
+  // Merge from the inside out: outer axis a folds into the group g below it when every operand
+  // steps a by exactly g's extent times g's stride.
+  index_t g_ext[Q > 0 ? Q : 1];
+  std::size_t g_dim[Q > 0 ? Q : 1];
+  std::size_t ng = 0;
+  for (std::size_t i = nd; i-- > 0;) {
+    const std::size_t a = dims[i];
+    if (ng > 0) {
+      const std::size_t b = g_dim[ng - 1];
+      bool merge = true;
+      for (const auto& s : strides)
+        if (s[a] != s[b] * g_ext[ng - 1]) merge = false;
+      if (merge) {
+        g_ext[ng - 1] *= ext[a];
+        continue;
+      }
+    }
+    g_ext[ng] = ext[a];
+    g_dim[ng] = a;
+    ++ng;
+  }
+  loop_plan<Q> p;
+  for (std::size_t k = 0; k < Q; ++k) p.extent[k] = 1, p.pick[k] = -1;
+  for (std::size_t g = 0; g < ng; ++g) {  // group 0 is innermost
+    p.extent[Q - 1 - g] = g_ext[g];
+    p.pick[Q - 1 - g] = static_cast<index_t>(g_dim[g]);
+  }
+  return p;
+}
+
+template <std::size_t Q>
+index_array<Q> retarget_strides(const index_array<Q>& s, const index_array<Q>& pick) {
+  index_array<Q> r{};
+  for (std::size_t k = 0; k < Q; ++k) r[k] = pick[k] >= 0 ? s[static_cast<std::size_t>(pick[k])] : 0;
+  return r;
+}
+
+/// Do two byte ranges overlap?
+inline bool overlaps(const void* alo, const void* ahi, const void* blo, const void* bhi) {
+  return alo < bhi && blo < ahi;
+}
+
+template <std::size_t Q>
+struct out_state {
+  void* base;
+  index_array<Q> stride;
+  std::size_t elem_size;
+  const void* lo;
+  const void* hi;
+};
+
+/// One output of the inner loop: writes vectors of compute values as T.
+template <class A, class T, class Ev>
+FUSE_FORCE_INLINE void store_vec(T* p, index_t stride, const vec_of<Ev, A>& v, int n) {
+  if (stride == 1) {
+    if (n == simd::width<A>) simd::store<T, A>(p, v);
+    else simd::store_partial<T, A>(p, v, n);
+  } else {
+    simd::store_strided<T, A>(p, stride, v, n);
+  }
+}
+
+/// The inner loop over one row: every output's vector j is computed before any is stored, so
+/// outputs that alias inputs at identical addresses stay correct.
+template <class A, class Outs, class Evs, std::size_t... I>
+FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_t n, bool streaming,
+                               std::index_sequence<I...>) {
+  constexpr int W = simd::width<A>;
+  index_t j = 0;
+  if constexpr (sizeof...(I) == 1) {
+    using T = std::remove_pointer_t<std::tuple_element_t<0, Outs>>;
+    auto& ev = std::get<0>(evs);
+    using Ev = std::remove_cvref_t<decltype(ev)>;
+    T* p = std::get<0>(rows);
+    if (ostr[0] == 1) {
+      if constexpr (simd::stream_alignment<T, A> != 0) {
+        if (streaming) {
+          // Peel a partial vector up to the streaming alignment, then stream whole vectors.
+          const auto mis = reinterpret_cast<std::uintptr_t>(p) % simd::stream_alignment<T, A>;
+          if (mis % sizeof(T) == 0) {
+            index_t peel = mis ? static_cast<index_t>((simd::stream_alignment<T, A> - mis) / sizeof(T)) : 0;
+            peel = std::min(peel, n);
+            if (peel) simd::store_partial<T, A>(p, vaccess<Ev>::template load_n<A>(ev, 0, static_cast<int>(peel)), static_cast<int>(peel));
+            for (j = peel; j + W <= n; j += W) simd::stream<T, A>(p + j, vaccess<Ev>::template load<A>(ev, j));
+            if (j < n) simd::store_partial<T, A>(p + j, vaccess<Ev>::template load_n<A>(ev, j, static_cast<int>(n - j)), static_cast<int>(n - j));
+            return;
+          }
+        }
+      }
+      for (; j + 2 * W <= n; j += 2 * W) {
+        const auto v0 = vaccess<Ev>::template load<A>(ev, j);
+        const auto v1 = vaccess<Ev>::template load<A>(ev, j + W);
+        simd::store<T, A>(p + j, v0);
+        simd::store<T, A>(p + j + W, v1);
+      }
+      for (; j + W <= n; j += W) simd::store<T, A>(p + j, vaccess<Ev>::template load<A>(ev, j));
+      if (j < n) simd::store_partial<T, A>(p + j, vaccess<Ev>::template load_n<A>(ev, j, static_cast<int>(n - j)), static_cast<int>(n - j));
+      return;
+    }
+  }
+  (void)streaming;
+  for (; j < n; j += W) {
+    const int m = static_cast<int>(std::min<index_t>(W, n - j));
+    auto vs = std::make_tuple([&] {
+      using Ev = std::remove_cvref_t<decltype(std::get<I>(evs))>;
+      return m == W ? vaccess<Ev>::template load<A>(std::get<I>(evs), j) : vaccess<Ev>::template load_n<A>(std::get<I>(evs), j, m);
+    }()...);
+    (store_vec<A, std::remove_pointer_t<std::tuple_element_t<I, Outs>>, std::remove_cvref_t<decltype(std::get<I>(evs))>>(
+         std::get<I>(rows) + j * ostr[I], ostr[I], std::get<I>(vs), m),
+     ...);
+  }
+}
+
+}  // namespace detail
+
+/// Evaluates exprs into outs (all of rank Q and one shape) in one loop nest.
+template <class Mode, std::size_t Q, class... T, class... E, class... Opt>
+void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
+                     streaming_stores streaming) {
+  using A = simd::default_arch;
+  constexpr std::size_t N = sizeof...(T);
+  const index_array<Q> ext = std::get<0>(outs).shape().array();
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((std::get<I>(outs).shape().array() == ext
+          ? (void)0
+          : throw_shape_error("eval: outputs of one pass must share a shape; got ", ext, " and ", std::get<I>(outs).shape().array())),
+     ...);
+    ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
+          ? (void)0
+          : throw_shape_error("eval: the expression of shape ", std::get<I>(exprs).shape().array(),
+                              " does not fit the output of shape ", ext)),
+     ...);
+  }(std::index_sequence_for<T...>{});
+  if (product(ext) == 0) return;
+
+  context<Mode> ctx;
+  auto evs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(bind::bind<Mode>(
+        std::get<I>(exprs),
+        bind::affine_map<Q, std::tuple_element_t<I, std::tuple<E...>>::rank>::broadcast(std::get<I>(exprs).shape().array(), ext),
+        ctx)...);
+  }(std::index_sequence_for<E...>{});
+
+  // --- aliasing -------------------------------------------------------------------------------------------
+  detail::out_state<Q> os[N];
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((os[I] = detail::out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}), ...);
+  }(std::index_sequence_for<T...>{});
+  for (auto& o : os) bind::detail::byte_range(o.base, ext, o.stride.data(), o.elem_size, o.lo, o.hi);
+  for (std::size_t a = 0; a < N; ++a)
+    for (std::size_t b = a + 1; b < N; ++b)
+      if (detail::overlaps(os[a].lo, os[a].hi, os[b].lo, os[b].hi))
+        throw memory_error("eval: two outputs of one pass overlap in memory");
+  bool through_temp[N > 0 ? N : 1] = {};
+  std::vector<index_array<Q>> leaf_strides;
+  bool folded = true;
+  auto visit = [&](const bind::leaf_info& leaf) {
+    folded = folded && leaf.folded;
+    if (leaf.folded) {
+      index_array<Q> s{};
+      for (std::size_t k = 0; k < Q; ++k) s[k] = leaf.stride[k];
+      leaf_strides.push_back(s);
+    }
+    for (std::size_t o = 0; o < N; ++o) {
+      if (!detail::overlaps(os[o].lo, os[o].hi, leaf.lo, leaf.hi)) continue;
+      bool same = leaf.folded && leaf.base == os[o].base && leaf.elem_size == os[o].elem_size;
+      for (std::size_t k = 0; same && k < Q; ++k)
+        if (ext[k] != 1 && leaf.stride[k] != os[o].stride[k]) same = false;
+      if (!same) through_temp[o] = true;
+    }
+  };
+  std::apply([&](const auto&... ev) { (ev.for_each_leaf(visit, ext), ...); }, evs);
+  // Concatenations and takes keep the iteration space as it is, even over folded leaves.
+  std::apply([&](const auto&... ev) { folded = folded && (ev.all_folded() && ...); }, evs);
+
+  // Outputs that must not be written while their inputs are read go through a temporary.
+  std::tuple<std::optional<tensor<std::remove_cv_t<T>, static_cast<int>(Q)>>...> temps;
+  auto targets = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&]() -> tensor_view<T, static_cast<int>(Q)> {
+      if (!through_temp[I]) return std::get<I>(outs);
+      std::get<I>(temps).emplace(ext);
+      return std::get<I>(temps)->view();
+    }()...);
+  }(std::index_sequence_for<T...>{});
+
+  // --- loop shape -----------------------------------------------------------------------------------------
+  index_array<Q> oext = ext;
+  index_array<Q> ostr[N > 0 ? N : 1];
+  [&]<std::size_t... I>(std::index_sequence<I...>) { ((ostr[I] = std::get<I>(targets).strides()), ...); }(std::index_sequence_for<T...>{});
+  if (folded && Q > 0) {
+    std::vector<index_array<Q>> all(ostr, ostr + N);
+    all.insert(all.end(), leaf_strides.begin(), leaf_strides.end());
+    const auto plan = detail::plan_loops(ext, all);
+    oext = plan.extent;
+    for (auto& s : ostr) s = detail::retarget_strides(s, plan.pick);
+    std::apply([&](auto&... ev) { (ev.retarget(plan.pick), ...); }, evs);
+  }
+
+  // --- the loop -----------------------------------------------------------------------------------------
+  std::size_t out_bytes = 0;
+  [&]<std::size_t... I>(std::index_sequence<I...>) { ((out_bytes += sizeof(T) * static_cast<std::size_t>(product(ext))), ...); }(std::index_sequence_for<T...>{});
+  const bool stream = streaming == streaming_stores::on ||
+                      (streaming == streaming_stores::automatic && out_bytes >= streaming_threshold_bytes);
+  if constexpr (Q == 0) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((*std::get<I>(targets).data() = to_storage<std::remove_cv_t<T>>(std::get<I>(evs).at(nullptr))), ...);
+    }(std::index_sequence_for<T...>{});
+  } else {
+    const index_t n = oext[Q - 1];
+    index_t rows = 1;
+    for (std::size_t k = 0; k + 1 < Q; ++k) rows *= oext[k];
+    index_array<Q> x{};
+    index_t inner_stride[N > 0 ? N : 1];
+    for (std::size_t o = 0; o < N; ++o) inner_stride[o] = ostr[o][Q - 1];
+    for (index_t r = 0; r < rows; ++r) {
+      std::apply([&](auto&... ev) { (ev.row(x.data()), ...); }, evs);
+      auto row_ptrs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple([&] {
+          index_t off = 0;
+          for (std::size_t k = 0; k + 1 < Q; ++k) off += x[k] * ostr[I][k];
+          return std::get<I>(targets).data() + off;
+        }()...);
+      }(std::index_sequence_for<T...>{});
+      detail::run_row<A>(row_ptrs, inner_stride, evs, n, stream, std::index_sequence_for<T...>{});
+      for (std::size_t k = Q - 1; k-- > 0;) {  // odometer over the outer axes
+        if (++x[k] < oext[k]) break;
+        x[k] = 0;
+      }
+    }
+    if (stream) simd::stream_fence();
+  }
+
+  // --- temporaries back into the real outputs ---------------------------------------------------------------
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((through_temp[I] ? run_elementwise<accurate_math_t, Q>(std::make_tuple(std::get<I>(outs)),
+                                                            std::make_tuple(std::as_const(*std::get<I>(temps)).view()),
+                                                            streaming_stores::off)
+                      : (void)0),
+     ...);
+  }(std::index_sequence_for<T...>{});
+}
+
+}  // namespace cpu
+
+namespace detail {
+
+template <class Out, class Expr, class... Opt>
+void eval_one(Out&& out_, Expr&& expr_, const Opt&... opt) {
+  auto out = as_output(static_cast<Out&&>(out_));
+  auto expr = as_expr(static_cast<Expr&&>(expr_));
+  using O = decltype(out);
+  using E = decltype(expr);
+  static_assert(output_dtype_matches_expression<typename O::value_type, typename E::value_type>,
+                "fuse::eval: the output's dtype differs from the expression's (the note names both); "
+                "convert with fuse::cast<T>(...)");
+  static_assert(static_expression_shape_fits_output<typename O::shape_type, typename E::shape_type>,
+                "fuse::eval: the expression's static shape does not broadcast to the output's");
+  static_assert(E::rank <= O::rank, "fuse::eval: the expression has a higher rank than the output");
+  constexpr std::size_t Q = O::rank;
+  using Mode = math_mode_t<Opt...>;
+  if constexpr (cpu::root_kernel_node<E>) {
+    cpu::run_root<Mode, typename O::element_type, Q>(tensor_view<typename O::element_type, static_cast<int>(Q)>(out), expr);
+  } else {
+    cpu::run_elementwise<Mode, Q>(std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(out)),
+                                  std::make_tuple(expr), fuse::detail::streaming_of(opt...));
+  }
+}
+
+}  // namespace detail
+
+/// Evaluates `expr` into `out` in one pass. Options: fuse::fast_math, fuse::streaming_stores::on/off.
+template <class Out, class Expr, class... Opt>
+  requires(!std::is_same_v<std::remove_cvref_t<Out>, outputs_t<>> && (is_eval_option<std::remove_cvref_t<Opt>> && ...) &&
+           !is_eval_option<std::remove_cvref_t<Expr>>)
+void eval(Out&& out, Expr&& expr, const Opt&... opt) {
+  detail::eval_one(static_cast<Out&&>(out), static_cast<Expr&&>(expr), opt...);
+}
+
+/// Evaluates one expression per output, all in the same pass (trailing options allowed).
+template <class... O, class... Args>
+void eval(outputs_t<O...> outs, Args&&... args) {
+  constexpr std::size_t N = sizeof...(O);
+  static_assert(sizeof...(Args) >= N, "fuse::eval: give one expression per output");
+  auto all = std::forward_as_tuple(static_cast<Args&&>(args)...);
+  [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
+    static_assert((is_eval_option<std::remove_cvref_t<std::tuple_element_t<N + J, std::tuple<Args...>>>> && ...),
+                  "fuse::eval: after the expressions only options may follow");
+    using Mode = math_mode_t<std::tuple_element_t<N + J, std::tuple<Args...>>...>;
+    auto exprs = std::make_tuple(as_expr(std::get<I>(all))...);
+    constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
+    static_assert(((O::rank == Q) && ...), "fuse::eval: outputs of one pass must have the same rank");
+    static_assert((output_dtype_matches_expression<typename O::value_type,
+                                                   typename std::tuple_element_t<I, decltype(exprs)>::value_type> &&
+                   ...),
+                  "fuse::eval: an output's dtype differs from its expression's; convert with fuse::cast<T>(...)");
+    cpu::run_elementwise<Mode, Q>(
+        std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(std::get<I>(outs.views))...), exprs,
+        fuse::detail::streaming_of(std::get<N + J>(all)...));
+  }(std::make_index_sequence<N>{}, std::make_index_sequence<sizeof...(Args) - N>{});
+}
+
+/// Evaluates `expr` into a new tensor of its shape and dtype.
+template <class Expr, class... Opt>
+  requires(expression<expr_t<Expr>> && (is_eval_option<std::remove_cvref_t<Opt>> && ...))
+auto materialize(Expr&& expr_, const Opt&... opt) {
+  auto expr = as_expr(static_cast<Expr&&>(expr_));
+  using E = decltype(expr);
+  tensor<typename E::value_type, static_cast<int>(E::rank)> t(dynamic_shape<E::rank>(expr.shape()));
+  eval(t, expr, opt...);
+  return t;
+}
+
+namespace cpu {
+/// bind()'s context on the CPU: nodes that need their own kernel are evaluated into storage.
+template <class Mode>
+struct context {
+  template <class N>
+  auto materialize(const N& n) {
+    tensor<typename N::value_type, static_cast<int>(N::rank)> t(dynamic_shape<N::rank>(n.shape()));
+    fuse::detail::eval_one(t, n, Mode{});
+    return t;
+  }
+};
+}  // namespace cpu
+
+}  // namespace fuse
+
+#include "fuse/cpu/reduce.hpp"

@@ -1,0 +1,219 @@
+// Elementwise nodes (`map_expr`) and the functions and operators that build them:
+// fuse::add(a, b), a + b, fuse::sigmoid(x), fuse::where(c, a, b), fuse::cast<int8_t>(x), ...
+//
+// Operands broadcast as in NumPy/Relay. C++ scalars adopt the dtype of the other operands
+// (x * 0.5 on float16 is a float16 multiply); a floating scalar never silently truncates into
+// an integer tensor (compile error), and an integer scalar must fit the dtype (shape_error).
+#pragma once
+
+#include <cmath>
+#include <type_traits>
+
+#include "fuse/expr/broadcast.hpp"
+#include "fuse/expr/node.hpp"
+#include "fuse/expr/ops.hpp"
+
+namespace fuse {
+
+/// An elementwise op applied to broadcast operands.
+template <class Op, class... A>
+struct map_expr {
+  using op_type = Op;
+  using value_type = typename Op::template result<typename A::value_type...>;
+  using shape_type = broadcast_shape_t<Op, typename A::shape_type...>;
+  static constexpr std::size_t rank = shape_type::rank;
+  static constexpr bool is_fuse_expr = true;
+
+  [[no_unique_address]] Op op;
+  tuple<A...> args;
+  [[no_unique_address]] shape_type shape_;
+
+  FUSE_HD constexpr shape_type shape() const { return shape_; }
+};
+
+namespace detail {
+
+template <class X>
+struct cxx_dtype {
+  using D = std::remove_cvref_t<X>;
+  using type = std::conditional_t<
+      std::is_same_v<D, bool> || std::is_same_v<D, float> || std::is_same_v<D, double> || std::is_same_v<D, half> ||
+          std::is_same_v<D, bfloat16> || std::is_same_v<D, std::int8_t> || std::is_same_v<D, std::uint8_t>,
+      D,
+      std::conditional_t<std::is_integral_v<D> && std::is_signed_v<D> && sizeof(D) <= 4, std::int32_t,
+                         std::conditional_t<std::is_integral_v<D> && sizeof(D) == 8, std::int64_t, void>>>;
+  static_assert(!std::is_void_v<type>, "fuse: this C++ scalar type has no fuse dtype");
+};
+
+/// The dtype C++ scalars adopt: that of the first non-scalar operand, else the first scalar's own.
+template <class X0, class... X>
+constexpr auto pick_dtype() {
+  if constexpr (!arithmetic_scalar<X0>) return std::type_identity<typename expr_t<X0>::value_type>{};
+  else if constexpr ((!arithmetic_scalar<X> || ...)) return pick_dtype<X...>();
+  else return std::type_identity<typename cxx_dtype<X0>::type>{};
+}
+template <class... X>
+using adopted_dtype_t = typename decltype(pick_dtype<X...>())::type;
+
+template <class T, class S>
+inline constexpr bool floating_scalar_into_integer_dtype = !(std::is_floating_point_v<S> && !is_floating_dtype<T>);
+
+/// A C++ scalar as a node of dtype T.
+template <element T, class S>
+scalar_expr<T> adopt_scalar(S v, const char* op_name) {
+  static_assert(floating_scalar_into_integer_dtype<T, std::remove_cvref_t<S>>,
+                "fuse: a floating C++ scalar cannot be an operand of an integer or bool expression (it would be "
+                "truncated); write an integer scalar, or cast the expression with fuse::cast<float>(...)");
+  if constexpr (std::is_integral_v<S> && is_integer_dtype<T>) {
+    if (static_cast<std::int64_t>(v) < static_cast<std::int64_t>(std::numeric_limits<T>::lowest()) ||
+        (v > 0 && static_cast<std::uint64_t>(v) > static_cast<std::uint64_t>(std::numeric_limits<T>::max())))
+      throw_shape_error(op_name, ": scalar ", static_cast<std::int64_t>(v), " does not fit dtype ", dtype_name<T>);
+  }
+  if constexpr (is_bool_dtype<T>) return {static_cast<bool>(v)};
+  else if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return {T(static_cast<double>(v))};
+  else return {static_cast<T>(v)};
+}
+
+template <element T, class X>
+auto operand(X&& x, const char* op_name) {
+  if constexpr (arithmetic_scalar<X>) return adopt_scalar<T>(x, op_name);
+  else return as_expr(static_cast<X&&>(x));
+}
+
+}  // namespace detail
+
+/// Builds the node of `op` over already-converted operand nodes, checking dtypes (compile time)
+/// and shapes (compile time when static, else run time).
+template <class Op, expression... A>
+map_expr<Op, A...> make_map(Op op, const A&... a) {
+  Op::template check<Op, typename A::value_type...>();
+  return map_expr<Op, A...>{op, tuple<A...>(a...), broadcast_shapes<Op>(Op::name, a.shape()...)};
+}
+
+/// Builds `op` over user arguments: expressions, tensors, views, viewable containers, scalars.
+template <class Op, class... X>
+  requires((expr_operand<X> || arithmetic_scalar<X>) && ...) && (expr_operand<X> || ...)
+auto apply_op(Op op, X&&... x) {
+  using T = detail::adopted_dtype_t<X...>;
+  return make_map(op, detail::operand<T>(static_cast<X&&>(x), Op::name)...);
+}
+
+// ---- the ops, by their Relay names ---------------------------------------------------------------
+
+#define FUSE_BINARY_FN(NAME, OP)                                                              \
+  template <class A, class B>                                                                 \
+    requires((expr_operand<A> || arithmetic_scalar<A>) && (expr_operand<B> || arithmetic_scalar<B>) && \
+             (expr_operand<A> || expr_operand<B>))                                            \
+  auto NAME(A&& a, B&& b) {                                                                   \
+    return apply_op(OP{}, static_cast<A&&>(a), static_cast<B&&>(b));                          \
+  }
+#define FUSE_UNARY_FN(NAME, OP)                 \
+  template <expr_operand A>                     \
+  auto NAME(A&& a) {                            \
+    return apply_op(OP{}, static_cast<A&&>(a)); \
+  }
+
+FUSE_BINARY_FN(add, ops::add)
+FUSE_BINARY_FN(subtract, ops::subtract)
+FUSE_BINARY_FN(multiply, ops::multiply)
+FUSE_BINARY_FN(divide, ops::divide)
+FUSE_BINARY_FN(power, ops::power)
+FUSE_BINARY_FN(maximum, ops::maximum)
+FUSE_BINARY_FN(minimum, ops::minimum)
+FUSE_BINARY_FN(equal, ops::equal)
+FUSE_BINARY_FN(not_equal, ops::not_equal)
+FUSE_BINARY_FN(less, ops::less)
+FUSE_BINARY_FN(less_equal, ops::less_equal)
+FUSE_BINARY_FN(greater, ops::greater)
+FUSE_BINARY_FN(greater_equal, ops::greater_equal)
+FUSE_BINARY_FN(logical_and, ops::logical_and)
+FUSE_BINARY_FN(logical_or, ops::logical_or)
+FUSE_BINARY_FN(logical_xor, ops::logical_xor)
+
+FUSE_UNARY_FN(negative, ops::negative)
+FUSE_UNARY_FN(abs, ops::abs)
+FUSE_UNARY_FN(sign, ops::sign)
+FUSE_UNARY_FN(exp, ops::exp)
+FUSE_UNARY_FN(log, ops::log)
+FUSE_UNARY_FN(sqrt, ops::sqrt)
+FUSE_UNARY_FN(rsqrt, ops::rsqrt)
+FUSE_UNARY_FN(tanh, ops::tanh)
+FUSE_UNARY_FN(sigmoid, ops::sigmoid)
+FUSE_UNARY_FN(erf, ops::erf)
+FUSE_UNARY_FN(relu, ops::relu)
+FUSE_UNARY_FN(gelu, ops::gelu)
+FUSE_UNARY_FN(gelu_tanh, ops::gelu_tanh)
+FUSE_UNARY_FN(round, ops::round)
+FUSE_UNARY_FN(floor, ops::floor)
+FUSE_UNARY_FN(ceil, ops::ceil)
+FUSE_UNARY_FN(trunc, ops::trunc)
+FUSE_UNARY_FN(logical_not, ops::logical_not)
+#undef FUSE_BINARY_FN
+#undef FUSE_UNARY_FN
+
+/// nn.leaky_relu(x, alpha) (Relay's default alpha is 0.25).
+template <expr_operand A>
+auto leaky_relu(A&& a, double alpha = 0.25) {
+  ops::leaky_relu op;
+  op.alpha = alpha;
+  return apply_op(op, static_cast<A&&>(a));
+}
+/// clip(x, a_min, a_max).
+template <expr_operand A>
+auto clip(A&& a, double a_min, double a_max) {
+  if (!(a_min <= a_max)) throw_shape_error("clip: a_min (", a_min, ") must not exceed a_max (", a_max, ")");
+  ops::clip op;
+  op.a_min = a_min;
+  op.a_max = a_max;
+  return apply_op(op, static_cast<A&&>(a));
+}
+/// cast<To>(x), Relay's cast(x, dtype=...): see fuse/expr/convert.hpp for the rules.
+template <element To, expr_operand A>
+auto cast(A&& a) {
+  return make_map(ops::cast<To>{}, as_expr(static_cast<A&&>(a)));
+}
+/// where(cond, a, b): cond bool; scalars among a and b adopt the dtype of the other.
+template <expr_operand C, class A, class B>
+  requires((expr_operand<A> || arithmetic_scalar<A>) && (expr_operand<B> || arithmetic_scalar<B>))
+auto where(C&& c, A&& a, B&& b) {
+  using T = detail::adopted_dtype_t<A, B>;
+  return make_map(ops::where{}, as_expr(static_cast<C&&>(c)), detail::operand<T>(static_cast<A&&>(a), "where"),
+                  detail::operand<T>(static_cast<B&&>(b), "where"));
+}
+
+// ---- operators ------------------------------------------------------------------------------------
+// At least one side must be a fuse expression or tensor, so that these never compete with the
+// operators of other libraries' types (Eigen's) under `using namespace fuse`.
+
+template <class X>
+concept fuse_operand = expression<std::remove_cvref_t<X>> || is_tensor<std::remove_cvref_t<X>>::value;
+
+#define FUSE_BINARY_OPERATOR(SYM, FN)                                                          \
+  template <class A, class B>                                                                  \
+    requires((expr_operand<A> || arithmetic_scalar<A>) && (expr_operand<B> || arithmetic_scalar<B>) && \
+             (fuse_operand<A> || fuse_operand<B>))                                             \
+  auto operator SYM(A&& a, B&& b) {                                                            \
+    return FN(static_cast<A&&>(a), static_cast<B&&>(b));                                       \
+  }
+FUSE_BINARY_OPERATOR(+, add)
+FUSE_BINARY_OPERATOR(-, subtract)
+FUSE_BINARY_OPERATOR(*, multiply)
+FUSE_BINARY_OPERATOR(/, divide)
+FUSE_BINARY_OPERATOR(<, less)
+FUSE_BINARY_OPERATOR(<=, less_equal)
+FUSE_BINARY_OPERATOR(>, greater)
+FUSE_BINARY_OPERATOR(>=, greater_equal)
+FUSE_BINARY_OPERATOR(&&, logical_and)
+FUSE_BINARY_OPERATOR(||, logical_or)
+#undef FUSE_BINARY_OPERATOR
+
+template <fuse_operand A>
+auto operator-(A&& a) {
+  return negative(static_cast<A&&>(a));
+}
+template <fuse_operand A>
+auto operator!(A&& a) {
+  return logical_not(static_cast<A&&>(a));
+}
+
+}  // namespace fuse

@@ -1,0 +1,137 @@
+// What an expression is, and how arguments become expressions.
+//
+// A node is a small value type: `value_type` (its dtype), `shape_type` (static or dynamic),
+// `rank`, `shape()`, and `is_fuse_expr = true`. Nodes hold their children by value; leaves are
+// tensor_views, so building an expression never allocates or computes, and copying one is cheap.
+//
+// `as_expr(x)` turns what users pass into a node: nodes stay as they are, tensors become const
+// views (a temporary tensor is refused: the expression would outlive it), arithmetic scalars
+// become `scalar_expr`, and any type with a `fuse::view_traits` specialisation (Eigen objects,
+// see <fuse/eigen.hpp>) becomes a view of its memory.
+#pragma once
+
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+#include "fuse/core/dtype.hpp"
+#include "fuse/core/shape.hpp"
+#include "fuse/core/tensor.hpp"
+
+namespace fuse {
+
+// ---- a tuple usable in device code (std::tuple's members are host-only) -------------------------
+namespace detail {
+template <std::size_t I, class T>
+struct tuple_slot {
+  T value;
+};
+template <class Seq, class... T>
+struct tuple_base;
+template <std::size_t... I, class... T>
+struct tuple_base<std::index_sequence<I...>, T...> : tuple_slot<I, T>... {
+  constexpr tuple_base() = default;
+  FUSE_HD constexpr tuple_base(T... v) : tuple_slot<I, T>{static_cast<T&&>(v)}... {}
+};
+}  // namespace detail
+
+template <class... T>
+struct tuple : detail::tuple_base<std::index_sequence_for<T...>, T...> {
+  using detail::tuple_base<std::index_sequence_for<T...>, T...>::tuple_base;
+  static constexpr std::size_t size = sizeof...(T);
+};
+
+template <std::size_t I, class T>
+FUSE_HD constexpr T& get_slot(detail::tuple_slot<I, T>& s) {
+  return s.value;
+}
+template <std::size_t I, class T>
+FUSE_HD constexpr const T& get_slot(const detail::tuple_slot<I, T>& s) {
+  return s.value;
+}
+template <std::size_t I, class... T>
+FUSE_HD constexpr auto& get(tuple<T...>& t) {
+  return get_slot<I>(t);
+}
+template <std::size_t I, class... T>
+FUSE_HD constexpr const auto& get(const tuple<T...>& t) {
+  return get_slot<I>(t);
+}
+
+// ---- the node concept ---------------------------------------------------------------------------
+
+template <class E>
+concept expression = requires {
+  typename std::remove_cvref_t<E>::value_type;
+  typename std::remove_cvref_t<E>::shape_type;
+  requires std::remove_cvref_t<E>::is_fuse_expr;
+};
+
+/// A C++ arithmetic value used as an operand (it adopts the dtype of the other operands).
+template <class T>
+concept arithmetic_scalar = std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, half> ||
+                            std::is_same_v<std::remove_cvref_t<T>, bfloat16>;
+
+/// A constant of dtype T broadcast to any shape (rank 0).
+template <element T>
+struct scalar_expr {
+  using value_type = T;
+  using shape_type = ::fuse::shape<>;
+  static constexpr std::size_t rank = 0;
+  static constexpr bool is_fuse_expr = true;
+  T value{};
+  FUSE_HD constexpr shape_type shape() const { return {}; }
+};
+
+template <class T>
+struct is_scalar_expr : std::false_type {};
+template <class T>
+struct is_scalar_expr<scalar_expr<T>> : std::true_type {};
+
+/// Specialise for a foreign container type X to let fuse view its memory without copying:
+///   static auto view(X&)  -> fuse::tensor_view<...>
+/// (see <fuse/eigen.hpp> for Eigen's Matrix, Array, Map, Tensor and TensorMap).
+template <class X>
+struct view_traits;
+
+template <class X>
+concept foreign_viewable = requires(X& x) { view_traits<std::remove_cvref_t<X>>::view(x); };
+
+namespace detail {
+template <class T>
+inline constexpr bool expression_would_dangle = false;
+}
+
+/// The node an argument becomes.
+template <class X>
+FUSE_HD constexpr decltype(auto) as_expr(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (is_tensor_view<D>::value) {
+    return tensor_view<const typename D::value_type, shape_param_v<typename D::shape_type>>(x);
+  } else if constexpr (expression<D>) {
+    return D(x);
+  } else if constexpr (is_tensor<D>::value) {
+    static_assert(std::is_lvalue_reference_v<X>,
+                  "fuse: a temporary tensor cannot be an operand: the expression would keep a view of "
+                  "memory that is freed at the end of the statement; store the tensor in a variable first");
+    return std::as_const(x).view();
+  } else if constexpr (foreign_viewable<X>) {
+    return as_expr(view_traits<D>::view(x));
+  } else if constexpr (arithmetic_scalar<D>) {
+    return scalar_expr<D>{x};
+  } else {
+    static_assert(detail::expression_would_dangle<D>,
+                  "fuse: this argument is not an expression, tensor, tensor_view, viewable container or scalar");
+  }
+}
+
+/// What as_expr makes of an argument of type X.
+template <class X>
+using expr_t = std::remove_cvref_t<decltype(as_expr(std::declval<X>()))>;
+
+/// An argument that as_expr accepts and that is not a plain C++ scalar.
+template <class X>
+concept expr_operand = expression<std::remove_cvref_t<X>> || is_tensor<std::remove_cvref_t<X>>::value ||
+                       foreign_viewable<X>;
+
+}  // namespace fuse

@@ -1,0 +1,106 @@
+// exp and expm1 for float32, and the argument reduction that sigmoid, tanh and erfc share.
+//
+// x = n*ln2 + r with integral n and |r| <= ln2/2, so e^x = 2^n * e^r, and
+// e^r = 1 + t with t = r + r^2*Q(r), Q a degree-4 minimax fit (tools/fit_math.py) for the
+// relative error of t itself (2^-25.8), which also makes 1 + t accurate to 2^-27.3. Keeping t
+// apart from the 1 is what lets expm1 and erfc stay near 1 ULP: 1 + t is never rounded there.
+#pragma once
+
+#include <fuse/math/mode.hpp>
+#include <fuse/math/prims.hpp>
+
+#include <type_traits>
+
+namespace fuse::math {
+namespace detail {
+
+template <class Mode>
+inline constexpr bool is_fast = std::is_same_v<Mode, fuse::fast_math_t>;
+
+inline constexpr float log2_e = 0x1.715476p+0f;
+// ln2 = ln2_hi + ln2_lo. With an fma, n*ln2_hi is subtracted exactly whatever its length, so
+// ln2_hi is float(ln2) (residual 2^-54). Without one, n*ln2_hi must itself be exact for
+// |n| <= 150, so ln2_hi keeps 13 bits and ln2_lo the rest.
+#if FUSE_MATH_FUSED_FMA
+inline constexpr float ln2_hi = 0x1.62e430p-1f;
+inline constexpr float ln2_lo = -0x1.05c610p-29f;
+#else
+inline constexpr float ln2_hi = 0x1.62e000p-1f;
+inline constexpr float ln2_lo = 0x1.0bfbe8p-15f;
+#endif
+
+// Q(r) ~ (e^r - 1 - r) / r^2 on |r| <= ln2/2.
+inline constexpr float expq0 = 0x1.fffffep-2f;
+inline constexpr float expq1 = 0x1.5554b0p-3f;
+inline constexpr float expq2 = 0x1.555678p-5f;
+inline constexpr float expq3 = 0x1.122764p-7f;
+inline constexpr float expq4 = 0x1.6bec16p-10f;
+
+/// x = n*ln2 + r. k = n + round_shifter carries n in its low bits (for pow2_from_shifted).
+template <class V>
+struct exp_reduction {
+  V k, n, r;
+};
+
+/// Needs |x| <= 2^21 or so (callers clamp first); r is then within ln2/2 + 2^-20.
+template <class V>
+FUSE_HD FUSE_FORCE_INLINE exp_reduction<V> reduce_exp(V x) noexcept {
+  using P = prims<V>;
+  const V k = P::fma(x, V(log2_e), V(round_shifter));
+  const V n = k - V(round_shifter);
+  V r = P::fma(n, V(-ln2_hi), x);
+  r = P::fma(n, V(-ln2_lo), r);
+  return {k, n, r};
+}
+
+/// e^r - 1 for |r| <= ln2/2, with relative error 2^-25.8 before the final rounding.
+/// Estrin's scheme: its shorter dependency chain is worth more than Horner's one saved op.
+template <class V>
+FUSE_HD FUSE_FORCE_INLINE V expm1_reduced(V r) noexcept {
+  using P = prims<V>;
+  const V r2 = r * r;
+  const V q01 = P::fma(V(expq1), r, V(expq0));
+  const V q23 = P::fma(V(expq3), r, V(expq2));
+  const V q = P::fma(P::fma(V(expq4), r2, q23), r2, q01);
+  return P::fma(r2, q, r);
+}
+
+/// e^r for |r| <= ln2/2: 1 + r + r^2 Q(r) as one Horner chain (one rounding at the end).
+template <class V>
+FUSE_HD FUSE_FORCE_INLINE V exp_reduced(V r) noexcept {
+  return horner(r, 1.0f, 1.0f, expq0, expq1, expq2, expq3, expq4);
+}
+
+}  // namespace detail
+
+/// e^x. Correct overflow (+inf exactly when e^x rounds above FLT_MAX, i.e. x > 88.7228394),
+/// gradual underflow to subnormals down to x = -103.97, 0 below, NaN propagates.
+/// Both modes are the same function: it is already faster than Eigen's exp (docs/math.md).
+template <class Mode = fuse::accurate_math_t, class V>
+FUSE_HD FUSE_FORCE_INLINE V exp(V x) noexcept {
+  using P = prims<V>;
+  // Beyond [-104, 89] the result is 0 or inf; clamping keeps the reduction finite. x is
+  // the second operand so NaN passes through.
+  x = P::min(V(89.0f), P::max(V(-104.0f), x));
+  const auto red = detail::reduce_exp(x);
+  return P::scale(detail::exp_reduced(red.r), red.n);
+}
+
+/// e^x - 1: relative accuracy near 0 (x itself below 2^-25), -1 below x = -17.4, +inf past
+/// 88.7228394.
+template <class Mode = fuse::accurate_math_t, class V>
+FUSE_HD FUSE_FORCE_INLINE V expm1(V x) noexcept {
+  using P = prims<V>;
+  const V xc = P::min(V(89.0f), P::max(V(-18.0f), x));
+  const auto red = detail::reduce_exp(xc);
+  const V t = detail::expm1_reduced(red.r);
+  // s*(1 + t) - 1 with s = 2^n, evaluated at half scale so that s/2 = 2^(n-1) stays a normal
+  // float for n = 128; s/2 - 1/2 is exact for every n that matters (n >= -24), and s/2 * t is
+  // exact, so the fma rounds once whether or not it is fused.
+  const V half_s = P::pow2_from_shifted(red.k - V(1.0f));
+  const V half_result = P::fma(half_s, t, half_s - V(0.5f));
+  // Below 2^-25 expm1(x) rounds to x; the half-scale path would drop a subnormal's last bit.
+  return P::select(P::abs(x) < V(0x1p-25f), x, half_result + half_result);
+}
+
+}  // namespace fuse::math

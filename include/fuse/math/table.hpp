@@ -1,0 +1,80 @@
+// Piecewise-polynomial tables: how tanh, sigmoid, erf and erfc reach ~1 ULP at Eigen's speed.
+//
+// A function f on [0, 15.5 w] is cut into 16 intervals centred at j*w (interval 0 is [0, w/2]).
+// Interval j holds p_j(u) ~ f(j*w + u), |u| <= w/2, as rows c0_hi, c0_lo, c1, ..., cd of a
+// [rows][16] table: one AVX-512 vpermps fetches a coefficient for 16 lanes at once, so a table
+// costs about what a polynomial of the same degree costs, with none of the exp/divide chain the
+// closed forms need. The coefficients come from tools/fit_math.py.
+//
+// Evaluation keeps the rounding error below half an ulp of the result plus a little:
+//   p = c0_hi + small,   small = u^2 R(u) + (c1 u + c0_lo),   R = c2 + c3 u + ... (Estrin)
+// The constant term is exact (two floats) and everything added to it is small; where f(0) = 0
+// (tanh, erf) interval 0 has c0 = 0, so small is the result and keeps relative accuracy.
+#pragma once
+
+#include <fuse/math/prims.hpp>
+
+namespace fuse::math::detail {
+
+// Each table exists once per program for the host (an inline variable) and, under nvcc, once
+// per translation unit in device memory: device code cannot read host variables.
+#if defined(__CUDACC__)
+#define FUSE_MATH_TABLE(name, rows, ...)                                  \
+  alignas(64) inline constexpr float name[rows][16] = __VA_ARGS__;        \
+  static __device__ constexpr float name##_device[rows][16] = __VA_ARGS__;
+#else
+#define FUSE_MATH_TABLE(name, rows, ...) \
+  alignas(64) inline constexpr float name[rows][16] = __VA_ARGS__;
+#endif
+
+#if defined(__CUDA_ARCH__)
+#define FUSE_MATH_TABLE_REF(name) (name##_device)
+#else
+#define FUSE_MATH_TABLE_REF(name) (name)
+#endif
+
+/// A table value c0_hi + small, kept apart so that callers can add it where it rounds least.
+template <class V>
+struct split_value {
+  V hi, small;
+  FUSE_HD FUSE_FORCE_INLINE V sum() const noexcept { return hi + small; }
+};
+
+/// Evaluates table t (rows c0_hi, c0_lo, c1..c<Deg>, and c1_lo when SplitC1) at a >= 0
+/// (a <= 15.5 w + w/2). inv_w ~ 1/w only has to pick an interval; u = a - j*w is exact
+/// because j*w has few bits (w does) and lies within a factor 2 of a. SplitC1 carries c1 in
+/// two floats too, for a function whose slope at 0 is not a float (erf: 2/sqrt(pi)).
+template <int Deg, bool SplitC1 = false, class V>
+FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, float w,
+                                                   float inv_w) noexcept {
+  static_assert(Deg >= 6 && Deg <= 8, "piecewise: Estrin is spelled out for degrees 6 to 8");
+  using P = prims<V>;
+  const V k = P::fma(a, V(inv_w), V(round_shifter));
+  const V u = P::fma(k - V(round_shifter), V(-w), a);
+  const auto c = [&](int i) { return P::lookup16(t[i + 1], k); };  // c(i) = c_i, i >= 1
+  const V u2 = u * u;
+  const V u4 = u2 * u2;
+  const V p23 = P::fma(c(3), u, c(2));
+  const V p45 = P::fma(c(5), u, c(4));
+  V r = P::fma(u2, p45, p23);
+  if constexpr (Deg == 6) {
+    r = P::fma(u4, c(6), r);
+  } else if constexpr (Deg == 7) {
+    r = P::fma(u4, P::fma(c(7), u, c(6)), r);
+  } else {
+    r = P::fma(u4, P::fma(u2, c(8), P::fma(c(7), u, c(6))), r);
+  }
+  const V c0_lo = P::lookup16(t[1], k);
+  if constexpr (SplitC1) {
+    // c1 u + (u^2 R + (c1_lo u + c0_lo)): one rounding of the whole small part, which is the
+    // result itself in interval 0, where c0 = 0.
+    const V lo = P::fma(P::lookup16(t[Deg + 2], k), u, c0_lo);
+    return {P::lookup16(t[0], k), P::fma(c(1), u, P::fma(u2, r, lo))};
+  } else {
+    // u^2 R + (c1 u + c0_lo): one step shorter. c1 u is rounded on its own, which costs
+    // nothing when c1 = 1 (tanh's interval 0) or c0 dominates (every other interval).
+    return {P::lookup16(t[0], k), P::fma(u2, r, P::fma(c(1), u, c0_lo))};
+  }
+}
+
+}  // namespace fuse::math::detail

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Turns Google Benchmark JSON files into fuse's ratio table (markdown) and a gnuplot chart.
+
+Benchmark names carry their role: `family/.../VARIANT/params`, where VARIANT is one of the
+known variants below (fuse's own: fused, fuse, ...; anchors: unfused, eigen, openblas, floor).
+Runs that differ only in their variant form a group; within a group every anchor is compared
+with fuse's variant as   ratio = time(anchor) / time(fuse)   (above 1: fuse is faster), and the
+floor as   time(fuse) / time(floor)   (how far fuse is from the memory or FLOP floor).
+
+Each benchmark's time is the minimum over its repetitions: the machine is shared and noisy,
+and interference only ever adds time.
+
+Usage: bench_report.py OUT_DIR file.json...   (writes OUT_DIR/report.md and OUT_DIR/ratios.png)
+"""
+import json
+import os
+import subprocess
+import sys
+from collections import OrderedDict
+
+FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast"]
+ANCHORS = ["unfused", "eigen", "openblas", "tvm"]
+FLOORS = ["floor"]
+KNOWN = set(FUSE_VARIANTS + ANCHORS + FLOORS)
+
+
+def parse(name):
+    parts = [p for p in name.split("/") if p not in ("real_time", "process_time", "manual_time")]
+    for i, p in enumerate(parts[1:], start=1):
+        if p in KNOWN:
+            return "/".join(parts[:i] + parts[i + 1:]), p
+    return None, None
+
+
+def load(files):
+    groups = OrderedDict()
+    per_item = {}
+    context = None
+    for f in files:
+        with open(f) as fh:
+            data = json.load(fh)
+        context = context or data.get("context", {})
+        for b in data.get("benchmarks", []):
+            if b.get("run_type") == "aggregate":
+                continue
+            group, variant = parse(b["name"])
+            if group is None:
+                continue
+            scale = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}[b.get("time_unit", "ns")]
+            t = b["real_time"] * scale
+            g = groups.setdefault(group, OrderedDict())
+            g[variant] = min(g.get(variant, float("inf")), t)
+            if "items_per_second" in b and b["items_per_second"] > 0:
+                # ns per item of this run; keep the one matching the minimum time.
+                items = b["items_per_second"] * b["real_time"] * scale / 1e9
+                per_item[(group, variant)] = g[variant] / items
+    return groups, per_item, context
+
+
+def fmt_time(ns):
+    for unit, div in (("s", 1e9), ("ms", 1e6), ("us", 1e3)):
+        if ns >= div:
+            return f"{ns / div:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+def main():
+    out_dir, files = sys.argv[1], sys.argv[2:]
+    groups, per_item, context = load(files)
+    lines = []
+    chart = []  # (label, ratio)
+    lines.append("| benchmark | variant | time | ns/item | ratio |")
+    lines.append("|---|---|---:|---:|---|")
+    for group, variants in groups.items():
+        base = next((v for v in FUSE_VARIANTS if v in variants), None)
+        for v, t in variants.items():
+            note = ""
+            if base and v in ANCHORS + [x for x in FUSE_VARIANTS if x != base]:
+                r = t / variants[base]
+                note = f"{v}/{base} = **{r:.2f}x**"
+                if v in ANCHORS:
+                    chart.append((f"{group}: {v}/{base}", r))
+            elif base and v in FLOORS:
+                r = variants[base] / t
+                note = f"{base}/{v} = {r:.2f}x"
+                chart.append((f"{group}: {base}/{v}", 1.0 / r))
+            ni = per_item.get((group, v))
+            lines.append(f"| {group} | {v} | {fmt_time(t)} | {'' if ni is None else f'{ni:.3f}'} | {note} |")
+    table = "\n".join(lines)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "report.md"), "w") as fh:
+        if context:
+            fh.write(f"Machine: {context.get('host_name', '?')}, {context.get('num_cpus', '?')} CPUs at "
+                     f"{context.get('mhz_per_cpu', '?')} MHz, caches "
+                     + ", ".join(f"L{c['level']} {c['size'] // 1024} KiB" for c in context.get("caches", [])
+                                 if c.get("type") != "Instruction")
+                     + f"; {context.get('date', '')}\n\n")
+        fh.write(table + "\n")
+    print(table)
+    if chart:
+        dat = os.path.join(out_dir, "ratios.dat")
+        with open(dat, "w") as fh:
+            for i, (label, r) in enumerate(chart):
+                fh.write(f'{i} "{label}" {r:.4f}\n')
+        png = os.path.join(out_dir, "ratios.png")
+        height = max(300, 22 * len(chart) + 120)
+        script = f"""
+set terminal pngcairo size 1100,{height} font "DejaVu Sans,9"
+set output '{png}'
+set title "fuse vs anchors (time(anchor)/time(fuse): right of 1 = fuse faster; floor rows: time(floor)/time(fuse))"
+set style fill solid 0.8
+set boxwidth 0.7
+set yrange [-1:{len(chart)}]
+set ytics () font ",8"
+set xlabel "ratio"
+set grid xtics
+set arrow from 1, graph 0 to 1, graph 1 nohead lc rgb "black" dt 2
+unset key
+plot '{dat}' using (($3)/2):1:(($3)/2):(0.35):yticlabels(2) with boxxyerrorbars lc rgb "#3b75af"
+"""
+        try:
+            subprocess.run(["gnuplot"], input=script, text=True, check=True)
+            print(f"\nchart: {png}")
+        except (OSError, subprocess.CalledProcessError) as e:
+            print(f"\n(no chart: gnuplot failed: {e})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,260 @@
+// Views: split, strided_slice, reshape (every Relay code), squeeze, expand_dims, transpose,
+// broadcast_to, concatenate and take, alone and composed, under elementwise ops, as outputs,
+// and their error messages.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "support/check.hpp"
+
+using namespace fuse;
+using fuse::test::expect_matches;
+
+namespace {
+
+template <class T, std::size_t R>
+tensor<T, static_cast<int>(R)> random_tensor(const index_t (&ext)[R], std::uint64_t salt, double lo = -3, double hi = 3) {
+  index_array<R> e{};
+  for (std::size_t i = 0; i < R; ++i) e[i] = ext[i];
+  tensor<T, static_cast<int>(R)> t(e);
+  auto g = test::rng(salt);
+  test::fill(t.view(), g, lo, hi);
+  return t;
+}
+
+/// Evaluates e into a fresh tensor and checks it against the reference.
+/// Evaluates e into a fresh tensor and checks it against the reference; `abs` allows for the
+/// float32 rounding of terms that cancel.
+template <class E>
+void check(const E& e, double max_ulps = 2, const char* what = "", double abs = 0) {
+  auto out = materialize(e);
+  expect_matches(out, reference(e), {0, abs}, max_ulps, what);
+}
+
+std::string message_of(auto&& f) {
+  try {
+    f();
+  } catch (const shape_error& e) {
+    return e.what();
+  }
+  return "(no shape_error)";
+}
+
+}  // namespace
+
+TEST_CASE("split into sections and at indices, views of the input") {
+  auto a = random_tensor<float>({4, 30}, 1);
+  auto s = split<3>(a, 1);
+  static_assert(std::is_same_v<decltype(s[0]), tensor_view<float, 2>&>);
+  CHECK(s[1].shape().array() == index_array<2>{{4, 10}});
+  CHECK(s[2].data() == a.data() + 20);
+  check(sigmoid(s[0]) + tanh(s[1]) * exp(s[2]), 4, "gate", 20 * 3e-7);
+  auto p = split(a, {5, 12}, -1);
+  CHECK(p[0].shape()[1] == 5);
+  CHECK(p[1].shape()[1] == 7);
+  CHECK(p[2].shape()[1] == 18);
+  check(p[1] * 2.0f, 0);  // exact
+  auto rows = split<2>(a, 0);
+  check(rows[1] - rows[0], 1);
+  CHECK_THROWS_WITH_AS(split<4>(a, 1), doctest::Contains("does not divide into 4"), shape_error);
+  CHECK_THROWS_WITH_AS(split<2>(a, 2), doctest::Contains("axis 2 is out of range for shape (4, 30)"), shape_error);
+  CHECK_THROWS_AS(split(a, {12, 5}, 1), shape_error);  // Relay: strictly increasing
+  CHECK_THROWS_AS(split(a, {0, 5}, 1), shape_error);   // Relay: no empty section
+}
+
+TEST_CASE("strided_slice follows Relay's canonicalisation") {
+  auto a = random_tensor<float>({3, 4, 3}, 2);
+  // Relay's own test: begin [1,-1,0] end [4,-5,3] strides [2,-1,1] -> shape (1,4,3)
+  auto s = strided_slice(a, {1, -1, 0}, {4, -5, 3}, {2, -1, 1});
+  CHECK(s.shape().array() == index_array<3>{{1, 4, 3}});
+  check(s + 0.0f, 0);  // exact
+  // clamping: end 1000 -> extent
+  auto c = strided_slice(a, {1, 1, 0}, {4, 1000, 3});
+  CHECK(c.shape().array() == index_array<3>{{2, 3, 3}});
+  check(c * c, 0.5);
+  // slice_mode="size": sizes, -1 = to the end
+  auto z = strided_slice(a, {1, 0, 0}, {-1, 2, 3}, {}, {}, true);
+  CHECK(z.shape().array() == index_array<3>{{2, 2, 3}});
+  check(-z, 0);
+  // axes: only axis 2
+  auto ax = strided_slice(a, {1}, {3}, {}, {2});
+  CHECK(ax.shape().array() == index_array<3>{{3, 4, 2}});
+  check(exp(ax), 2);
+  CHECK_THROWS_WITH_AS(strided_slice(a, {2, 0, 0}, {1, 4, 3}), doctest::Contains("run against stride"), shape_error);
+  CHECK_THROWS_WITH_AS(strided_slice(a, {0}, {3}, {0}), doctest::Contains("stride 0"), shape_error);
+}
+
+TEST_CASE("reshape with every Relay newshape code") {
+  auto a = random_tensor<float>({2, 3, 4}, 3);
+  auto shape_of = [](const auto& e) { return to_string(e.shape().array()); };
+  CHECK(shape_of(reshape(a, {4, 0, 2})) == "(4, 3, 2)");
+  CHECK(shape_of(reshape(a, {2, 0, 0})) == "(2, 3, 4)");
+  CHECK(shape_of(reshape(a, {0, -1})) == "(2, 12)");
+  CHECK(shape_of(reshape(a, {-1, 0})) == "(8, 3)");  // -1 consumes an input axis
+  CHECK(shape_of(reshape(a, {6, 1, -1})) == "(6, 1, 4)");
+  CHECK(shape_of(reshape(a, {3, -1, 8})) == "(3, 1, 8)");
+  CHECK(shape_of(reshape(a, {-1})) == "(24)");
+  CHECK(shape_of(reshape<3>(a, {-2})) == "(2, 3, 4)");
+  CHECK(shape_of(reshape<3>(a, {2, -2})) == "(2, 3, 4)");
+  CHECK(shape_of(reshape<5>(a, {-2, 1, 1})) == "(2, 3, 4, 1, 1)");
+  CHECK(shape_of(reshape(a, {-3, 4})) == "(6, 4)");
+  CHECK(shape_of(reshape(a, {0, -3})) == "(2, 12)");
+  CHECK(shape_of(reshape<2>(a, {-3, -2})) == "(6, 4)");
+  CHECK(shape_of(reshape<4>(a, {-4, 1, 2, -2})) == "(1, 2, 3, 4)");
+  CHECK(shape_of(reshape<4>(a, {2, -4, -1, 3, -2})) == "(2, 1, 3, 4)");
+  auto b = random_tensor<float>({2, 3, 4, 5}, 4);
+  CHECK(shape_of(reshape(b, {-3, -3})) == "(6, 20)");
+  check(reshape(a, {4, 6}) * 3.0f, 0.5);
+  CHECK_THROWS_WITH_AS(reshape(a, {5, -1}), doctest::Contains("cannot infer"), shape_error);
+  CHECK_THROWS_WITH_AS(reshape(a, {-1, -1}), doctest::Contains("more than one -1"), shape_error);
+  CHECK_THROWS_WITH_AS(reshape(a, {7}), doctest::Contains("has 7 elements where the input has 24"), shape_error);
+  CHECK_THROWS_WITH_AS(reshape(a, {-5, 24}), doctest::Contains("unknown code -5"), shape_error);
+  CHECK_THROWS_WITH_AS(reshape(a, {-2}), doctest::Contains("rank 3 where rank 1"), shape_error);
+}
+
+TEST_CASE("reshape of non-contiguous views: folded to strides when possible, index map otherwise") {
+  auto a = random_tensor<float>({8, 12, 10}, 5);
+  // A column slice keeps rows contiguous: merging the first two axes still folds.
+  auto s = strided_slice(a, {0, 0, 2}, {8, 12, 9});
+  check(reshape(s, {96, 7}) + 1.0f, 0.5, "foldable");
+  // The seed's pattern: reshape(transpose) merges axes that are not adjacent in memory.
+  auto b = random_tensor<float>({8, 384, 12, 16}, 6);
+  auto t = reshape(transpose(b, {0, 2, 1, 3}), {96, 384, 16});
+  check(t * 16.0f, 0, "transpose then reshape");  // exact: a power of two
+  check(reshape(exp(transpose(a)), {-1}), 2, "reshape of an expression");
+}
+
+TEST_CASE("squeeze, expand_dims, transpose, broadcast_to") {
+  auto a = random_tensor<float>({1, 5, 1, 7}, 7);
+  auto q = squeeze(a, {0, 2});
+  CHECK(to_string(q.shape().array()) == "(5, 7)");
+  check(q * 2.0f, 0);  // exact
+  CHECK_THROWS_WITH_AS(squeeze(a, {1}), doctest::Contains("has extent 5, not 1"), shape_error);
+  tensor<float, fixed<1, 3, 1>> st;
+  auto sq = squeeze(st);
+  CHECK(to_string(sq.shape().array()) == "(3)");
+  auto e = expand_dims<2>(q, 1);
+  CHECK(to_string(e.shape().array()) == "(5, 1, 1, 7)");
+  CHECK(to_string(expand_dims(q, -1).shape().array()) == "(5, 7, 1)");
+  CHECK(to_string(expand_dims(q, -3).shape().array()) == "(1, 5, 7)");
+  CHECK_THROWS_AS(expand_dims(q, 3), shape_error);
+  auto t = transpose(a, {3, 1, 0, 2});
+  CHECK(to_string(t.shape().array()) == "(7, 5, 1, 1)");
+  check(t + 1.0f, 0.5);
+  CHECK(to_string(transpose(q).shape().array()) == "(7, 5)");
+  CHECK_THROWS_WITH_AS(transpose(a, {0, 1, 1, 2}), doctest::Contains("repeat"), shape_error);
+  auto bias = random_tensor<float>({7}, 8);
+  auto bc = broadcast_to(bias, {4, 5, 7});
+  check(bc * 1.0f, 0);  // exact
+  CHECK_THROWS_WITH_AS(broadcast_to(bias, {4, 6}), doctest::Contains("(7) does not broadcast to (4, 6)"), shape_error);
+}
+
+TEST_CASE("concatenate of views and expressions, along every axis") {
+  auto a = random_tensor<float>({3, 5}, 9);
+  auto b = random_tensor<float>({3, 4}, 10);
+  auto c = random_tensor<float>({2, 5}, 11);
+  check(concatenate(std::tie(a, b), 1) * 2.0f, 0, "axis 1");  // exact
+  check(concatenate(std::forward_as_tuple(a, exp(c)), 0) + 1.0f, 2, "axis 0 with an expression");
+  check(transpose(concatenate(std::tie(a, b), -1)), 0, "transposed");
+  auto whole = random_tensor<float>({4, 9}, 12);
+  auto parts = split<3>(whole, 1);
+  check(concatenate(parts, 1), 0, "split then concatenate");
+  CHECK_THROWS_WITH_AS(concatenate(std::tie(a, c), 1), doctest::Contains("differ outside axis 1"), shape_error);
+  // every width, so the boundary falls inside and at the edge of vectors
+  for (index_t w : {1, 7, 16, 17, 33}) {
+    auto x = random_tensor<float>({2, 1}, 13);
+    tensor<float, 2> y({2, w});
+    auto g = test::rng(static_cast<std::uint64_t>(w));
+    test::fill(y.view(), g);
+    check(concatenate(std::tie(x, y, x), 1) - 0.5f, 0.5, "varied widths");
+  }
+}
+
+TEST_CASE("take with clip and wrap, along an axis and flattened") {
+  auto d = random_tensor<float>({4, 6, 3}, 14);
+  tensor<std::int32_t, 2> idx({2, 5});
+  const std::int32_t iv[10] = {0, 5, -1, 7, 2, -7, 3, 3, 100, 1};
+  for (int i = 0; i < 10; ++i) idx.data()[i] = iv[i];
+  auto t = take(d, idx, 1);
+  CHECK(to_string(t.shape().array()) == "(4, 2, 5, 3)");
+  check(t * 1.0f, 0, "clip");
+  check(take(d, idx, 1, take_mode::wrap) + 0.0f, 0, "wrap");
+  check(take(d, idx, -1) + 0.0f, 0, "last axis");
+  check(take(d, idx) * 2.0f, 0, "flattened");
+  // clip clamps negative indices to 0 (Relay and numpy's mode="clip")
+  auto t2 = materialize(take(d, idx, 1));
+  CHECK(t2(0, 0, 2, 0) == d(0, 0, 0));
+  auto t3 = materialize(take(d, idx, 1, take_mode::wrap));
+  CHECK(t3(0, 0, 2, 0) == d(0, 5, 0));
+}
+
+TEST_CASE("views compose and still fuse: split of reshape of transpose of concatenate") {
+  auto a = random_tensor<float>({6, 4, 5}, 15);
+  auto b = random_tensor<float>({6, 4, 3}, 16);
+  auto cat = concatenate(std::tie(a, b), 2);      // (6, 4, 8)
+  auto tr = transpose(cat, {1, 0, 2});               // (4, 6, 8)
+  auto rs = reshape(tr, {4, 48});                    // (4, 48)
+  auto parts = split<3>(rs, 1);                      // 3 x (4, 16)
+  auto e = sigmoid(parts[0]) + tanh(parts[1]) * exp(parts[2] * 0.25f);
+  check(e, 4, "composed", 20 * 3e-7);
+  // and the seed's attention reshapes: split, squeeze, reshape, transpose, reshape, quantize
+  auto qkv = random_tensor<float>({3, 24, 16}, 17);
+  auto s = split<3>(qkv, 0);
+  auto q = reshape(transpose(reshape(squeeze(s[0], {0}), {2, 12, 4, 4}), {0, 2, 1, 3}), {8, 12, 4});
+  check(cast<std::int8_t>(clip(round(q * 16.0f), -127, 127)), 0, "seed");
+}
+
+TEST_CASE("writing through views: into a transposed view, a slice and a reshape") {
+  auto a = random_tensor<float>({5, 7}, 18);
+  tensor<float, 2> out({7, 5});
+  eval(transpose(out.view()), a * 2.0f);
+  for (index_t i = 0; i < 5; ++i)
+    for (index_t j = 0; j < 7; ++j) CHECK(out(j, i) == a(i, j) * 2.0f);
+  tensor<float, 2> big({5, 14});
+  eval(strided_slice(big.view(), {0, 1}, {5, 14}, {1, 2}), a + 1.0f);
+  CHECK(big(3, 5) == a(3, 2) + 1.0f);
+  CHECK(big(3, 4) == 0.0f);
+  tensor<float, 1> flat({35});
+  eval(reshape(flat.view(), {5, 7}), a);
+  CHECK(flat(15) == a(2, 1));
+  CHECK_THROWS_WITH_AS(eval(reshape(transpose(out.view()), {35}), reshape(a, {35})), doctest::Contains("cannot be expressed with strides"),
+                       shape_error);
+}
+
+TEST_CASE("shape errors name the op and both shapes") {
+  tensor<float, 2> a({2, 3}), b({4, 5});
+  CHECK(message_of([&] { (void)(a + b); }) == "add: shapes (2, 3) and (4, 5) do not broadcast");
+  CHECK(message_of([&] { (void)where(a > 0, a, b); }) == "where: shapes (2, 3), (2, 3) and (4, 5) do not broadcast");
+  tensor<float, 2> out({3, 3});
+  CHECK(message_of([&] { eval(out, a * 2.0f); }) == "eval: the expression of shape (2, 3) does not fit the output of shape (3, 3)");
+  CHECK(message_of([&] { (void)tensor<float, 2>({1, 2, 3}); }) == "tensor: 3 values given for rank 2");
+  CHECK(message_of([&] { (void)clip(a, 2, 1); }).find("clip: a_min") == 0);
+}
+
+TEST_CASE("compile-time view parameters keep static shapes") {
+  tensor<float, fixed<2, 30>> a;
+  auto g = test::rng(80);
+  test::fill(a.view(), g);
+  auto s = split<3>(a, axis<1>);
+  static_assert(std::is_same_v<std::remove_reference_t<decltype(s[0])>::shape_type, shape<2, 10>>);
+  CHECK(s[2].data() == a.data() + 20);
+  auto t = transpose<1, 0>(a);
+  static_assert(std::is_same_v<decltype(t)::shape_type, shape<30, 2>>);
+  CHECK(t(7, 1) == a(1, 7));
+  auto e = expand_dims<2>(a, axis<-1>);
+  static_assert(std::is_same_v<decltype(e)::shape_type, shape<2, 30, 1, 1>>);
+  auto q = squeeze<2, 3>(e);
+  static_assert(std::is_same_v<decltype(q)::shape_type, shape<2, 30>>);
+  auto r = reshape<-1, 0>(a);  // -1 consumes axis 0, 0 copies axis 1
+  CHECK(to_string(r.shape().array()) == "(2, 30)");
+  auto r2 = reshape<0, -4, 3, -1>(a);
+  CHECK(to_string(r2.shape().array()) == "(2, 3, 10)");
+  tensor<float, fixed<2, 10>> out;
+  eval(out, sigmoid(s[0]) + tanh(s[1]) * exp(s[2]));  // every shape checked at compile time
+  expect_matches(out, reference(sigmoid(s[0]) + tanh(s[1]) * exp(s[2])), {1e-6, 20 * 3e-7}, 4, "static gate");
+  // the same calls on dynamic shapes check at run time
+  tensor<float, 2> d({2, 30});
+  CHECK_THROWS_AS(split<4>(d, axis<1>), shape_error);
+  auto bad_reshape = [&] { return reshape<7, -1>(d); };  // 60 elements
+  CHECK_THROWS_AS(bad_reshape(), shape_error);
+}
