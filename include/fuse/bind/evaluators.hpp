@@ -126,6 +126,8 @@ struct leaf_eval {
     return to_compute<value_type>(run_ptr[(j - run_begin) * run_stride]);
   }
   bool all_folded() const { return !may_be_general || folded; }
+  /// Does the current row read contiguous memory (the executor's fastest loop)?
+  FUSE_HD bool contiguous_row() const { return all_folded() && inner == 1; }
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {
     leaf_info info;
@@ -185,6 +187,7 @@ struct scalar_eval {
   FUSE_HD void row(const index_t*) {}
   FUSE_HD compute_type get(index_t) const { return value; }
   bool all_folded() const { return true; }
+  FUSE_HD bool contiguous_row() const { return true; }
   template <class F>
   void for_each_leaf(F&&, const index_array<Q>&) const {}
   void retarget(const index_array<Q>&) {}
@@ -209,30 +212,34 @@ struct map_eval {
   tuple<Ch...> ch;
 
   FUSE_HD compute_type at(const index_t* x) const {
-    return eval_with([&](const auto& c) { return c.at(x); });
+    return eval_with([&](const auto& c) FUSE_LAMBDA_INLINE { return c.at(x); });
   }
   FUSE_HD void row(const index_t* x) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
   }
   FUSE_HD compute_type get(index_t j) const {
-    return eval_with([&](const auto& c) { return c.get(j); });
+    return eval_with([&](const auto& c) FUSE_LAMBDA_INLINE { return c.get(j); });
   }
   bool all_folded() const {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) { return (fuse::get<I>(ch).all_folded() && ...); }(
+    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { return (fuse::get<I>(ch).all_folded() && ...); }(
+        std::index_sequence_for<Ch...>{});
+  }
+  FUSE_HD bool contiguous_row() const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { return (fuse::get<I>(ch).contiguous_row() && ...); }(
         std::index_sequence_for<Ch...>{});
   }
   template <class F>
   void for_each_leaf(F&& f, const index_array<rank>& ext) const {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
   }
   void retarget(const index_array<rank>& pick) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).retarget(pick), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).retarget(pick), ...); }(std::index_sequence_for<Ch...>{});
   }
 
  private:
   template <class F>
   FUSE_HD compute_type eval_with(F&& value_of) const {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) -> compute_type {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE -> compute_type {
       if constexpr (ops::is_cast<Op>) {
         using From = typename std::tuple_element_t<0, std::tuple<Ch...>>::value_type;
         return convert_value<typename Op::to, From>(value_of(fuse::get<0>(ch)));
@@ -271,16 +278,16 @@ struct concat_eval {
   template <class F>
   FUSE_HD compute_type dispatch(int i, F&& f) const {
     compute_type r{};
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE {
       ((static_cast<int>(I) == i ? (void)(r = f(fuse::get<I>(ch))) : (void)0), ...);
     }(std::index_sequence_for<Ch...>{});
     return r;
   }
   FUSE_HD compute_type at(const index_t* x) const {
-    return dispatch(child_of(x), [&](const auto& c) { return c.at(x); });
+    return dispatch(child_of(x), [&](const auto& c) FUSE_LAMBDA_INLINE { return c.at(x); });
   }
   FUSE_HD void row(const index_t* x) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
     for (std::size_t k = 0; k < Q; ++k) row_x[k] = x[k];
     row_child = (Q == 0 || !map.depends(static_cast<std::size_t>(axis), Q - 1)) ? child_of(x) : -1;
   }
@@ -291,12 +298,13 @@ struct concat_eval {
     return child_of(x.data());
   }
   FUSE_HD compute_type get(index_t j) const {
-    return dispatch(child_at(j), [&](const auto& c) { return c.get(j); });
+    return dispatch(child_at(j), [&](const auto& c) FUSE_LAMBDA_INLINE { return c.get(j); });
   }
   bool all_folded() const { return false; }  // keeps the iteration space as it is
+  FUSE_HD bool contiguous_row() const { return false; }
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {
-    [&]<std::size_t... I>(std::index_sequence<I...>) { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
   }
   void retarget(const index_array<Q>&) {}
 };
@@ -348,6 +356,7 @@ struct take_eval {
     return read(x.data(), static_cast<index_t>(idx.get(j)));
   }
   bool all_folded() const { return false; }
+  FUSE_HD bool contiguous_row() const { return false; }
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {
     idx.for_each_leaf(f, ext);

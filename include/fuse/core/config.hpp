@@ -26,6 +26,13 @@
 #define FUSE_DEVICE_PASS 0
 #endif
 
+// Placed after a lambda's parameter list: `[&](int i) FUSE_LAMBDA_INLINE { ... }`.
+#if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
+#define FUSE_LAMBDA_INLINE __attribute__((always_inline))
+#else
+#define FUSE_LAMBDA_INLINE
+#endif
+
 #if defined(__GNUC__) || defined(__clang__)
 #define FUSE_LIKELY(x) __builtin_expect(!!(x), 1)
 #define FUSE_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <tuple>
@@ -173,66 +174,105 @@ struct out_state {
   const void* hi;
 };
 
-/// One output of the inner loop: writes vectors of compute values as T.
-template <class A, class T, class Ev>
-FUSE_FORCE_INLINE void store_vec(T* p, index_t stride, const vec_of<Ev, A>& v, int n) {
-  if (stride == 1) {
-    if (n == simd::width<A>) simd::store<T, A>(p, v);
-    else simd::store_partial<T, A>(p, v, n);
+/// What a pass needs to know before its loop, decided from the outputs' and leaves' layouts
+/// alone: which outputs go through a temporary, the loop shape, streaming. Not a template of
+/// the expression (only of the rank), so every tree of a rank shares one instantiation.
+template <std::size_t Q>
+struct pass_plan {
+  std::vector<char> through_temp;
+  bool transform = false;
+  loop_plan<Q> loops;
+};
+
+template <std::size_t Q>
+pass_plan<Q> plan_pass(const index_array<Q>& ext, std::vector<out_state<Q>>& outs, const std::vector<bind::leaf_info>& leaves,
+                       bool tree_folded) {
+  pass_plan<Q> plan;
+  const std::size_t n = outs.size();
+  plan.through_temp.assign(n, 0);
+  for (auto& o : outs) bind::detail::byte_range(o.base, ext, o.stride.data(), o.elem_size, o.lo, o.hi);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + 1; b < n; ++b)
+      if (overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi)) throw memory_error("eval: two outputs of one pass overlap in memory");
+  bool folded = tree_folded;
+  std::vector<index_array<Q>> strides;
+  for (const auto& o : outs) strides.push_back(o.stride);
+  for (const auto& leaf : leaves) {
+    folded = folded && leaf.folded;
+    if (leaf.folded) {
+      index_array<Q> st{};
+      for (std::size_t k = 0; k < Q; ++k) st[k] = leaf.stride[k];
+      strides.push_back(st);
+    }
+    // An output may share memory with a leaf only when both walk exactly the same addresses.
+    for (std::size_t o = 0; o < n; ++o) {
+      if (!overlaps(outs[o].lo, outs[o].hi, leaf.lo, leaf.hi)) continue;
+      bool same = leaf.folded && leaf.base == outs[o].base && leaf.elem_size == outs[o].elem_size;
+      for (std::size_t k = 0; same && k < Q; ++k)
+        if (ext[k] != 1 && leaf.stride[k] != outs[o].stride[k]) same = false;
+      if (!same) plan.through_temp[o] = 1;
+    }
+  }
+  plan.transform = folded && Q > 0;
+  if (plan.transform) {
+    // Outputs through a temporary are written contiguously: their strides change.
+    for (std::size_t o = 0; o < n; ++o)
+      if (plan.through_temp[o]) strides[o] = row_major_strides(ext);
+    plan.loops = plan_loops(ext, strides);
+  }
+  return plan;
+}
+
+/// Stores the first n lanes of v at p (stride in elements), streaming full aligned vectors
+/// when asked.
+template <class A, class T, class V>
+FUSE_FORCE_INLINE void store_vec(T* p, index_t stride, const V& v, int n, bool stream) {
+  if (FUSE_LIKELY(stride == 1 && n == simd::width<A>)) {
+    if constexpr (simd::stream_alignment<T, A> != 0) {
+      if (stream) {
+        simd::stream<T, A>(p, v);
+        return;
+      }
+    }
+    simd::store<T, A>(p, v);
+  } else if (stride == 1) {
+    simd::store_partial<T, A>(p, v, n);
   } else {
     simd::store_strided<T, A>(p, stride, v, n);
   }
 }
 
-/// The inner loop over one row: every output's vector j is computed before any is stored, so
-/// outputs that alias inputs at identical addresses stay correct.
+/// The inner loop over one row. Every output's vector j is computed before any is stored, so
+/// outputs that alias inputs at identical addresses stay correct. Rows whose leaves are all
+/// contiguous run whole vectors through the fast loads; everything else (strided, broadcast
+/// or gathered leaves, the tail) goes through the general loads, one vector of up to width
+/// lanes per step. With streaming stores a partial first step aligns the first output.
 template <class A, class Outs, class Evs, std::size_t... I>
-FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_t n, bool streaming,
-                               std::index_sequence<I...>) {
+FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_t n, bool stream, std::index_sequence<I...>) {
   constexpr int W = simd::width<A>;
+  using T0 = std::remove_pointer_t<std::tuple_element_t<0, Outs>>;
+  auto step = [&]<bool Fast>(std::bool_constant<Fast>, index_t j, int m) FUSE_LAMBDA_INLINE {
+    const auto vs = std::make_tuple(
+        vaccess<std::remove_cvref_t<decltype(std::get<I>(evs))>>::template load<A, Fast>(std::get<I>(evs), j, m)...);
+    (store_vec<A>(std::get<I>(rows) + j * ostr[I], ostr[I], std::get<I>(vs), m, stream), ...);
+  };
   index_t j = 0;
-  if constexpr (sizeof...(I) == 1) {
-    using T = std::remove_pointer_t<std::tuple_element_t<0, Outs>>;
-    auto& ev = std::get<0>(evs);
-    using Ev = std::remove_cvref_t<decltype(ev)>;
-    T* p = std::get<0>(rows);
-    if (ostr[0] == 1) {
-      if constexpr (simd::stream_alignment<T, A> != 0) {
-        if (streaming) {
-          // Peel a partial vector up to the streaming alignment, then stream whole vectors.
-          const auto mis = reinterpret_cast<std::uintptr_t>(p) % simd::stream_alignment<T, A>;
-          if (mis % sizeof(T) == 0) {
-            index_t peel = mis ? static_cast<index_t>((simd::stream_alignment<T, A> - mis) / sizeof(T)) : 0;
-            peel = std::min(peel, n);
-            if (peel) simd::store_partial<T, A>(p, vaccess<Ev>::template load_n<A>(ev, 0, static_cast<int>(peel)), static_cast<int>(peel));
-            for (j = peel; j + W <= n; j += W) simd::stream<T, A>(p + j, vaccess<Ev>::template load<A>(ev, j));
-            if (j < n) simd::store_partial<T, A>(p + j, vaccess<Ev>::template load_n<A>(ev, j, static_cast<int>(n - j)), static_cast<int>(n - j));
-            return;
-          }
-        }
+  if constexpr (simd::stream_alignment<T0, A> != 0) {
+    if (stream && ostr[0] == 1) {
+      const auto mis = reinterpret_cast<std::uintptr_t>(std::get<0>(rows)) % simd::stream_alignment<T0, A>;
+      if (mis % sizeof(T0) != 0) {
+        stream = false;  // an element straddles the alignment: plain stores
+      } else if (mis) {
+        j = std::min<index_t>(n, static_cast<index_t>((simd::stream_alignment<T0, A> - mis) / sizeof(T0)));
+        step(std::false_type{}, 0, static_cast<int>(j));
       }
-      for (; j + 2 * W <= n; j += 2 * W) {
-        const auto v0 = vaccess<Ev>::template load<A>(ev, j);
-        const auto v1 = vaccess<Ev>::template load<A>(ev, j + W);
-        simd::store<T, A>(p + j, v0);
-        simd::store<T, A>(p + j + W, v1);
-      }
-      for (; j + W <= n; j += W) simd::store<T, A>(p + j, vaccess<Ev>::template load<A>(ev, j));
-      if (j < n) simd::store_partial<T, A>(p + j, vaccess<Ev>::template load_n<A>(ev, j, static_cast<int>(n - j)), static_cast<int>(n - j));
-      return;
     }
+  } else {
+    stream = false;
   }
-  (void)streaming;
-  for (; j < n; j += W) {
-    const int m = static_cast<int>(std::min<index_t>(W, n - j));
-    auto vs = std::make_tuple([&] {
-      using Ev = std::remove_cvref_t<decltype(std::get<I>(evs))>;
-      return m == W ? vaccess<Ev>::template load<A>(std::get<I>(evs), j) : vaccess<Ev>::template load_n<A>(std::get<I>(evs), j, m);
-    }()...);
-    (store_vec<A, std::remove_pointer_t<std::tuple_element_t<I, Outs>>, std::remove_cvref_t<decltype(std::get<I>(evs))>>(
-         std::get<I>(rows) + j * ostr[I], ostr[I], std::get<I>(vs), m),
-     ...);
-  }
+  if ((std::get<I>(evs).contiguous_row() && ...))
+    for (; j + W <= n; j += W) step(std::true_type{}, j, W);
+  for (; j < n; j += W) step(std::false_type{}, j, static_cast<int>(std::min<index_t>(W, n - j)));
 }
 
 }  // namespace detail
@@ -265,59 +305,34 @@ void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, co
         ctx)...);
   }(std::index_sequence_for<E...>{});
 
-  // --- aliasing -------------------------------------------------------------------------------------------
-  detail::out_state<Q> os[N];
+  // --- aliasing and loop shape (decided by plan_pass, shared by every tree of rank Q) ----------------------
+  std::vector<detail::out_state<Q>> os;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((os[I] = detail::out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}), ...);
+    (os.push_back(detail::out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}), ...);
   }(std::index_sequence_for<T...>{});
-  for (auto& o : os) bind::detail::byte_range(o.base, ext, o.stride.data(), o.elem_size, o.lo, o.hi);
-  for (std::size_t a = 0; a < N; ++a)
-    for (std::size_t b = a + 1; b < N; ++b)
-      if (detail::overlaps(os[a].lo, os[a].hi, os[b].lo, os[b].hi))
-        throw memory_error("eval: two outputs of one pass overlap in memory");
-  bool through_temp[N > 0 ? N : 1] = {};
-  std::vector<index_array<Q>> leaf_strides;
-  bool folded = true;
-  auto visit = [&](const bind::leaf_info& leaf) {
-    folded = folded && leaf.folded;
-    if (leaf.folded) {
-      index_array<Q> s{};
-      for (std::size_t k = 0; k < Q; ++k) s[k] = leaf.stride[k];
-      leaf_strides.push_back(s);
-    }
-    for (std::size_t o = 0; o < N; ++o) {
-      if (!detail::overlaps(os[o].lo, os[o].hi, leaf.lo, leaf.hi)) continue;
-      bool same = leaf.folded && leaf.base == os[o].base && leaf.elem_size == os[o].elem_size;
-      for (std::size_t k = 0; same && k < Q; ++k)
-        if (ext[k] != 1 && leaf.stride[k] != os[o].stride[k]) same = false;
-      if (!same) through_temp[o] = true;
-    }
-  };
-  std::apply([&](const auto&... ev) { (ev.for_each_leaf(visit, ext), ...); }, evs);
+  std::vector<bind::leaf_info> leaves;
+  std::apply([&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); }, evs);
   // Concatenations and takes keep the iteration space as it is, even over folded leaves.
-  std::apply([&](const auto&... ev) { folded = folded && (ev.all_folded() && ...); }, evs);
+  const bool tree_folded = std::apply([](const auto&... ev) { return (ev.all_folded() && ...); }, evs);
+  const auto plan = detail::plan_pass(ext, os, leaves, tree_folded);
 
   // Outputs that must not be written while their inputs are read go through a temporary.
   std::tuple<std::optional<tensor<std::remove_cv_t<T>, static_cast<int>(Q)>>...> temps;
   auto targets = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::make_tuple([&]() -> tensor_view<T, static_cast<int>(Q)> {
-      if (!through_temp[I]) return std::get<I>(outs);
+      if (!plan.through_temp[I]) return std::get<I>(outs);
       std::get<I>(temps).emplace(ext);
       return std::get<I>(temps)->view();
     }()...);
   }(std::index_sequence_for<T...>{});
 
-  // --- loop shape -----------------------------------------------------------------------------------------
   index_array<Q> oext = ext;
   index_array<Q> ostr[N > 0 ? N : 1];
   [&]<std::size_t... I>(std::index_sequence<I...>) { ((ostr[I] = std::get<I>(targets).strides()), ...); }(std::index_sequence_for<T...>{});
-  if (folded && Q > 0) {
-    std::vector<index_array<Q>> all(ostr, ostr + N);
-    all.insert(all.end(), leaf_strides.begin(), leaf_strides.end());
-    const auto plan = detail::plan_loops(ext, all);
-    oext = plan.extent;
-    for (auto& s : ostr) s = detail::retarget_strides(s, plan.pick);
-    std::apply([&](auto&... ev) { (ev.retarget(plan.pick), ...); }, evs);
+  if (plan.transform) {
+    oext = plan.loops.extent;
+    for (auto& st : ostr) st = detail::retarget_strides(st, plan.loops.pick);
+    std::apply([&](auto&... ev) { (ev.retarget(plan.loops.pick), ...); }, evs);
   }
 
   // --- the loop -----------------------------------------------------------------------------------------
@@ -356,7 +371,7 @@ void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, co
 
   // --- temporaries back into the real outputs ---------------------------------------------------------------
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((through_temp[I] ? run_elementwise<accurate_math_t, Q>(std::make_tuple(std::get<I>(outs)),
+    ((plan.through_temp[I] ? run_elementwise<accurate_math_t, Q>(std::make_tuple(std::get<I>(outs)),
                                                             std::make_tuple(std::as_const(*std::get<I>(temps)).view()),
                                                             streaming_stores::off)
                       : (void)0),

@@ -75,9 +75,10 @@ struct accumulator {
     }
   }
   /// Adds only the first n lanes of v.
-  void add_n(const simd::vec<C, A>& v, int n) {
+  FUSE_FORCE_INLINE void add_n(const simd::vec<C, A>& v, int n) {
     using LC = lanes<simd::vec<C, A>>;
-    add(LC::select(first_lanes<A>(n), v, LC::splat(static_cast<C>(identity()))));
+    if (FUSE_LIKELY(n == simd::width<A>)) add(v);
+    else add(LC::select(first_lanes<A>(n), v, LC::splat(static_cast<C>(identity()))));
   }
   void merge(const accumulator& o) {
     if constexpr (K == reduce_kind::max) acc = L::max(acc, o.acc);
@@ -254,9 +255,10 @@ void run_reduce(tensor_view<T, static_cast<int>(Q)> out, const reduce_expr<K, Ch
         if (count != 0) {
           detail::for_each_index(x, ext, outer_red, [&] {
             ev.row(x.data());
-            index_t j = 0;
-            for (; j + W <= n; j += W) acc.add(vaccess<Ev>::template load<A>(ev, j));
-            if (j < n) acc.add_n(vaccess<Ev>::template load_n<A>(ev, j, static_cast<int>(n - j)), static_cast<int>(n - j));
+            for (index_t j = 0; j < n; j += W) {
+              const int m = static_cast<int>(std::min<index_t>(W, n - j));
+              acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
+            }
           });
         }
         write(x, acc.total());
@@ -271,8 +273,7 @@ void run_reduce(tensor_view<T, static_cast<int>(Q)> out, const reduce_expr<K, Ch
           Acc acc;
           detail::for_each_index(x, ext, red, [&] {
             ev.row(x.data());
-            if (m == W) acc.add(vaccess<Ev>::template load<A>(ev, j));
-            else acc.add_n(vaccess<Ev>::template load_n<A>(ev, j, m), m);
+            acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
           });
           if (count == 0) {
             for (std::size_t d = 0; d < Rc; ++d)
@@ -348,13 +349,9 @@ void for_each_row(const View& out, index_t axis, F&& f) {
 template <class A, class Ev, class C>
 void row_to_buffer(const Ev& ev, index_t n, C* buf) {
   constexpr int W = simd::width<A>;
-  index_t j = 0;
-  for (; j + W <= n; j += W) simd::lane_io<C, A>::store(buf + j, vaccess<Ev>::template load<A>(ev, j));
-  if (j < n) {
-    C tmp[W];
-    simd::lane_io<C, A>::store(tmp, vaccess<Ev>::template load_n<A>(ev, j, static_cast<int>(n - j)));
-    for (index_t i = j; i < n; ++i) buf[i] = tmp[i - j];
-  }
+  // buf has room for a whole vector past n: the tail is stored whole, its extra lanes unused.
+  for (index_t j = 0; j < n; j += W)
+    simd::lane_io<C, A>::store(buf + j, vaccess<Ev>::template load<A>(ev, j, static_cast<int>(std::min<index_t>(W, n - j))));
 }
 
 /// Writes n compute values from buf to an output row of dtype T with stride s.

@@ -1,5 +1,9 @@
-// Whole-vector evaluation of an evaluator tree on the CPU: `vaccess<Ev>::load<A>(ev, j)`
-// gives elements j .. j+width-1 of the current row as one vector, `load_n` the first n of them.
+// Whole-vector evaluation of an evaluator tree on the CPU: `vaccess<Ev>::load<A>(ev, j, n)`
+// gives elements j .. j+n-1 of the current row as one vector (n <= width; lanes past n are
+// unspecified); each leaf picks its access (contiguous, splat, gather, partial, per lane).
+// `load<A, true>(ev, j, width)` is the fast form for rows where every leaf is contiguous
+// (ev.contiguous_row()): plain vector loads, no test at all. The executor instantiates these
+// two forms only, so a tree's code appears twice per evaluation, not once per case.
 //
 // Leaves load contiguous memory when their inner stride is 1, splat when it is 0 and gather
 // otherwise; elementwise nodes apply their op to their children's vectors (lane by lane, with
@@ -47,12 +51,8 @@ vec_of<Ev, A> load_by_lanes(const Ev& ev, index_t j, int n) {
 
 template <class Ev>
 struct vaccess {
-  template <class A>
-  static vec_of<Ev, A> load(const Ev& ev, index_t j) {
-    return load_by_lanes<A>(ev, j, simd::width<A>);
-  }
-  template <class A>
-  static vec_of<Ev, A> load_n(const Ev& ev, index_t j, int n) {
+  template <class A, bool Fast = false>
+  static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
     return load_by_lanes<A>(ev, j, n);
   }
 };
@@ -61,19 +61,19 @@ template <class T, std::size_t Q, class Map>
 struct vaccess<bind::leaf_eval<T, Q, Map>> {
   using Ev = bind::leaf_eval<T, Q, Map>;
   using S = std::remove_cv_t<T>;
-  template <class A>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t j) {
-    if (!ev.all_folded()) return general<A>(ev, j, simd::width<A>);
-    if (FUSE_LIKELY(ev.inner == 1)) return simd::load<S, A>(ev.row_ptr + j);
-    return strided<A>(ev.row_ptr + j * ev.inner, ev.inner, simd::width<A>);
-  }
-  template <class A>
-  static vec_of<Ev, A> load_n(const Ev& ev, index_t j, int n) {
-    if (!ev.all_folded()) return general<A>(ev, j, n);
-    return strided<A>(ev.row_ptr + j * ev.inner, ev.inner, n);
+  template <class A, bool Fast = false>
+  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
+    if constexpr (Fast) return simd::load<S, A>(ev.row_ptr + j);
+    if (FUSE_LIKELY(ev.all_folded() && ev.inner == 1 && n == simd::width<A>)) return simd::load<S, A>(ev.row_ptr + j);
+    return other<A>(ev, j, n);
   }
 
  private:
+  template <class A>
+  FUSE_FORCE_INLINE static vec_of<Ev, A> other(const Ev& ev, index_t j, int n) {
+    if (!ev.all_folded()) return general<A>(ev, j, n);
+    return strided<A>(ev.row_ptr + j * ev.inner, ev.inner, n);
+  }
   template <class A>
   static vec_of<Ev, A> strided(const T* p, index_t stride, int n) {
     using L = lanes<vec_of<Ev, A>>;
@@ -96,12 +96,8 @@ struct vaccess<bind::owned_leaf_eval<T, Q, Map, E>> : vaccess<bind::leaf_eval<T,
 template <class T, std::size_t Q>
 struct vaccess<bind::scalar_eval<T, Q>> {
   using Ev = bind::scalar_eval<T, Q>;
-  template <class A>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t) {
-    return lanes<vec_of<Ev, A>>::splat(ev.value);
-  }
-  template <class A>
-  static vec_of<Ev, A> load_n(const Ev& ev, index_t, int) {
+  template <class A, bool Fast = false>
+  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t, int) {
     return lanes<vec_of<Ev, A>>::splat(ev.value);
   }
 };
@@ -109,19 +105,17 @@ struct vaccess<bind::scalar_eval<T, Q>> {
 template <class Mode, class Op, class T, class... Ch>
 struct vaccess<bind::map_eval<Mode, Op, T, Ch...>> {
   using Ev = bind::map_eval<Mode, Op, T, Ch...>;
-  template <class A>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t j) {
-    return apply<A>(ev, [&](const auto& c) { return vaccess<std::remove_cvref_t<decltype(c)>>::template load<A>(c, j); });
-  }
-  template <class A>
-  static vec_of<Ev, A> load_n(const Ev& ev, index_t j, int n) {
-    return apply<A>(ev, [&](const auto& c) { return vaccess<std::remove_cvref_t<decltype(c)>>::template load_n<A>(c, j, n); });
+  template <class A, bool Fast = false>
+  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
+    return apply<A>(ev, [&](const auto& c) FUSE_LAMBDA_INLINE {
+      return vaccess<std::remove_cvref_t<decltype(c)>>::template load<A, Fast>(c, j, n);
+    });
   }
 
  private:
   template <class A, class F>
   FUSE_FORCE_INLINE static vec_of<Ev, A> apply(const Ev& ev, F&& child_vec) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) -> vec_of<Ev, A> {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE -> vec_of<Ev, A> {
       if constexpr (ops::is_cast<Op>) {
         using From = typename std::tuple_element_t<0, std::tuple<Ch...>>::value_type;
         return simd::convert<typename Op::to, From, A>(child_vec(fuse::get<0>(ev.ch)));
@@ -135,21 +129,17 @@ struct vaccess<bind::map_eval<Mode, Op, T, Ch...>> {
 template <class T, std::size_t Q, class Map, class... Ch>
 struct vaccess<bind::concat_eval<T, Q, Map, Ch...>> {
   using Ev = bind::concat_eval<T, Q, Map, Ch...>;
-  template <class A>
-  static vec_of<Ev, A> load(const Ev& ev, index_t j) {
-    return load_n<A>(ev, j, simd::width<A>);
-  }
-  template <class A>
-  static vec_of<Ev, A> load_n(const Ev& ev, index_t j, int n) {
+  template <class A, bool Fast = false>
+  static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
     const int first = ev.child_at(j);
     // Along the row the concatenated axis moves monotonically under an affine map, so equal
     // children at both ends mean one child throughout; under a reshape it may not.
     if (ev.row_child < 0 && (!bind::is_affine_map<Map>::value || ev.child_at(j + n - 1) != first))
       return load_by_lanes<A>(ev, j, n);
     vec_of<Ev, A> r{};
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE {
       ((static_cast<int>(I) == first
-            ? (void)(r = vaccess<std::remove_cvref_t<decltype(fuse::get<I>(ev.ch))>>::template load_n<A>(fuse::get<I>(ev.ch), j, n))
+            ? (void)(r = vaccess<std::remove_cvref_t<decltype(fuse::get<I>(ev.ch))>>::template load<A>(fuse::get<I>(ev.ch), j, n))
             : (void)0),
        ...);
     }(std::index_sequence_for<Ch...>{});

@@ -150,21 +150,21 @@ std::int64_t wrap_to(std::int64_t x) {
 struct add : numeric_rule {
   static constexpr const char* name = "add";
   template <class M, class V>
-  FUSE_HD V apply(V a, V b) const { return lanes<V>::add(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::add(a, b); }
   double reference(double a, double b) const { return a + b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_add(a, b); }
 };
 struct subtract : numeric_rule {
   static constexpr const char* name = "subtract";
   template <class M, class V>
-  FUSE_HD V apply(V a, V b) const { return lanes<V>::sub(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::sub(a, b); }
   double reference(double a, double b) const { return a - b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_sub(a, b); }
 };
 struct multiply : numeric_rule {
   static constexpr const char* name = "multiply";
   template <class M, class V>
-  FUSE_HD V apply(V a, V b) const { return lanes<V>::mul(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::mul(a, b); }
   double reference(double a, double b) const { return a * b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_mul(a, b); }
 };
@@ -173,7 +173,7 @@ struct divide : numeric_rule {
   static constexpr const char* name = "divide";
   template <class M, class V>
     requires std::is_floating_point_v<lane_t<V>>
-  FUSE_HD V apply(V a, V b) const { return lanes<V>::div(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::div(a, b); }
   template <class M, class I>
     requires std::is_integral_v<I>
   FUSE_HD I apply(I a, I b) const { return detail::int_div(a, b); }
@@ -198,7 +198,7 @@ struct power : numeric_rule {
 struct maximum : numeric_rule {
   static constexpr const char* name = "maximum";
   template <class M, class V>
-  FUSE_HD V apply(V a, V b) const { return lanes<V>::max(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::max(a, b); }
   double reference(double a, double b) const { return std::isnan(a) || std::isnan(b) ? NAN : std::fmax(a, b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return a < b ? b : a; }
 };
@@ -206,7 +206,7 @@ struct maximum : numeric_rule {
 struct minimum : numeric_rule {
   static constexpr const char* name = "minimum";
   template <class M, class V>
-  FUSE_HD V apply(V a, V b) const { return lanes<V>::min(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::min(a, b); }
   double reference(double a, double b) const { return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return b < a ? b : a; }
 };
@@ -216,7 +216,7 @@ struct minimum : numeric_rule {
 struct negative : numeric_rule {
   static constexpr const char* name = "negative";
   template <class M, class V>
-  FUSE_HD V apply(V a) const { return lanes<V>::neg(a); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::neg(a); }
   double reference(double a) const { return -a; }
   std::int64_t reference(std::int64_t a) const { return fuse::detail::wrap_sub(std::int64_t{0}, a); }
 };
@@ -224,7 +224,7 @@ struct negative : numeric_rule {
 struct abs : numeric_rule {
   static constexpr const char* name = "abs";
   template <class M, class V>
-  FUSE_HD V apply(V a) const { return lanes<V>::abs(a); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::abs(a); }
   double reference(double a) const { return std::fabs(a); }
   std::int64_t reference(std::int64_t a) const { return a < 0 ? fuse::detail::wrap_sub(std::int64_t{0}, a) : a; }
 };
@@ -232,7 +232,7 @@ struct abs : numeric_rule {
 struct sign : numeric_rule {
   static constexpr const char* name = "sign";
   template <class M, class V>
-  FUSE_HD V apply(V a) const {
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
     const V zero = L::splat(lane_t<V>(0));
     const V r = L::select(L::gt(a, zero), L::splat(lane_t<V>(1)), L::select(L::lt(a, zero), L::splat(lane_t<V>(-1)), zero));
@@ -248,7 +248,7 @@ struct sign : numeric_rule {
 struct relu : numeric_rule {
   static constexpr const char* name = "nn.relu";
   template <class M, class V>
-  FUSE_HD V apply(V a) const { return lanes<V>::max(a, lanes<V>::splat(lane_t<V>(0))); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::max(a, lanes<V>::splat(lane_t<V>(0))); }
   double reference(double a) const { return std::isnan(a) ? a : (a > 0 ? a : 0.0); }
   std::int64_t reference(std::int64_t a) const { return a > 0 ? a : 0; }
 };
@@ -257,7 +257,7 @@ struct leaky_relu : floating_rule {
   static constexpr const char* name = "nn.leaky_relu";
   double alpha = 0.25;
   template <class M, class V>
-  FUSE_HD V apply(V a) const {
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
     return L::select(L::gt(a, L::splat(lane_t<V>(0))), a, L::mul(a, detail::constant<V>(alpha)));
   }
@@ -269,7 +269,7 @@ struct clip : numeric_rule {
   static constexpr const char* name = "clip";
   double a_min = 0, a_max = 0;
   template <class M, class V>
-  FUSE_HD V apply(V a) const {
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
     using S = lane_t<V>;
     return L::min(L::max(a, L::splat(detail::bound_to_lane<S>(a_min, true))), L::splat(detail::bound_to_lane<S>(a_max, false)));
@@ -292,7 +292,7 @@ struct clip : numeric_rule {
     static constexpr const char* name = RELAY;                                       \
     template <class M, class V>                                                      \
       requires float_lanes<V>                                                        \
-    FUSE_HD V apply(V x) const { return FLOAT_EXPR; }                                \
+    FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return FLOAT_EXPR; }                                \
     template <class M>                                                               \
     FUSE_HD double apply(double x) const { return DOUBLE_EXPR; }                     \
     double reference(double x) const { return DOUBLE_EXPR; }                         \
@@ -323,7 +323,7 @@ FUSE_FLOAT_UNARY(gelu_tanh, "gelu_tanh",
 struct sqrt : floating_rule {
   static constexpr const char* name = "sqrt";
   template <class M, class V>
-  FUSE_HD V apply(V x) const { return lanes<V>::sqrt(x); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::sqrt(x); }
   double reference(double x) const { return std::sqrt(x); }
 };
 /// Relay's round as TVM executes it on CPU (llvm.round) and CUDA (roundf): half away from
@@ -331,25 +331,25 @@ struct sqrt : floating_rule {
 struct round : floating_rule {
   static constexpr const char* name = "round";
   template <class M, class V>
-  FUSE_HD V apply(V x) const { return lanes<V>::round_away(x); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::round_away(x); }
   double reference(double x) const { return std::round(x); }
 };
 struct floor : floating_rule {
   static constexpr const char* name = "floor";
   template <class M, class V>
-  FUSE_HD V apply(V x) const { return lanes<V>::floor(x); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::floor(x); }
   double reference(double x) const { return std::floor(x); }
 };
 struct ceil : floating_rule {
   static constexpr const char* name = "ceil";
   template <class M, class V>
-  FUSE_HD V apply(V x) const { return lanes<V>::ceil(x); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::ceil(x); }
   double reference(double x) const { return std::ceil(x); }
 };
 struct trunc : floating_rule {
   static constexpr const char* name = "trunc";
   template <class M, class V>
-  FUSE_HD V apply(V x) const { return lanes<V>::trunc(x); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::trunc(x); }
   double reference(double x) const { return std::trunc(x); }
 };
 
@@ -359,7 +359,7 @@ struct trunc : floating_rule {
   struct NAME : compare_rule {                                                                    \
     static constexpr const char* name = RELAY;                                                    \
     template <class M, class V>                                                                   \
-    FUSE_HD mask_t<V> apply(V a, V b) const { return lanes<V>::FN(a, b); }                        \
+    FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V a, V b) const { return lanes<V>::FN(a, b); }                        \
     bool reference(double a, double b) const { return a OPERATOR b; }                             \
     bool reference(std::int64_t a, std::int64_t b) const { return a OPERATOR b; }                 \
   };
@@ -375,7 +375,7 @@ FUSE_COMPARE(greater_equal, "greater_equal", ge, >=)
   struct NAME : logical_rule {                                                                    \
     static constexpr const char* name = RELAY;                                                    \
     template <class M, class V>                                                                   \
-    FUSE_HD V apply(V a, V b) const { return lanes<V>::FN(a, b); }                                \
+    FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::FN(a, b); }                                \
     bool reference(std::int64_t a, std::int64_t b) const { return EXPR; }                        \
   };
 FUSE_LOGICAL2(logical_and, "logical_and", logical_and, a && b)
@@ -386,7 +386,7 @@ FUSE_LOGICAL2(logical_xor, "logical_xor", logical_xor, (a != 0) != (b != 0))
 struct logical_not : logical_rule {
   static constexpr const char* name = "logical_not";
   template <class M, class V>
-  FUSE_HD V apply(V a) const { return lanes<V>::logical_not(a); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::logical_not(a); }
   bool reference(std::int64_t a) const { return !a; }
 };
 
@@ -407,7 +407,7 @@ struct where {
                   "fuse: where's two value operands must have the same dtype; convert one with fuse::cast<T>(...)");
   }
   template <class M, class Mask, class V>
-  FUSE_HD V apply(Mask c, V a, V b) const { return lanes<V>::select(c, a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(Mask c, V a, V b) const { return lanes<V>::select(c, a, b); }
   double reference(std::int64_t c, double a, double b) const { return c ? a : b; }
   std::int64_t reference(std::int64_t c, std::int64_t a, std::int64_t b) const { return c ? a : b; }
 };

@@ -5,9 +5,12 @@
 //       interval 0 carries its slope 2/sqrt(pi) in two floats. +-1 from |x| = 3.9192 on.
 // erfc: erfc(a) = e^(-a^2) erfcx(a) for a = |x| <= 10.1, erfcx(a) = e^(a^2) erfc(a) from a
 //       16-interval degree-8 table (smooth, between 0.055 and 1), e^(-a^2) from the exp
-//       reduction with a^2 split exactly into two floats; the product is rounded once, with
-//       subnormal results down to x = 10.05. erfc(x) = 2 - erfc(-x) for x < 0.
-// Both modes are the same functions (they are already faster than Eigen's erf).
+//       reduction with a^2 split exactly into two floats; the product keeps e^(-a^2) as 1 + t
+//       and the table value as two floats, so only its last addition and the scaling (with
+//       correctly rounded subnormals down to x = 10.05) round at full size.
+//       erfc(x) = 2 - erfc(-x) for x < 0.
+// Both modes are the same functions: an erf of Eigen's accuracy class (a degree-5 table) was
+// measured at Eigen's speed, not below it, so it would not earn a second table (docs/math.md).
 #pragma once
 
 #include <fuse/math/exp.hpp>
@@ -47,7 +50,7 @@ FUSE_MATH_TABLE(erfcx_table, 10,
    {0x1.61ec5ap-6f, 0x1.c83192p-9f, 0x1.a39e02p-12f, 0x1.028490p-14f, 0x1.953fd6p-17f, 0x1.82fb64p-19f, 0x1.b2a37ep-21f, 0x1.17186cp-22f, 0x1.90bf32p-24f, 0x1.3bf990p-25f, 0x1.0db8d2p-26f, 0x1.ecd19ep-28f, 0x1.dd5b64p-29f, 0x1.e6818ep-30f, 0x1.0334ccp-30f, 0x1.1f4498p-31f},  // c8
   })
 
-/// a*a - fl(a*a), exactly (Dekker's product where no fma exists; |a| <= 2^60).
+/// a*a - fl(a*a), exactly (Dekker's product where no fma exists; |a| < 2^100).
 template <class V>
 FUSE_HD FUSE_FORCE_INLINE V square_residual(V a, V a2) noexcept {
 #if FUSE_MATH_FUSED_FMA

@@ -9,13 +9,8 @@
 #include <fuse/math/mode.hpp>
 #include <fuse/math/prims.hpp>
 
-#include <type_traits>
-
 namespace fuse::math {
 namespace detail {
-
-template <class Mode>
-inline constexpr bool is_fast = std::is_same_v<Mode, fuse::fast_math_t>;
 
 inline constexpr float log2_e = 0x1.715476p+0f;
 // ln2 = ln2_hi + ln2_lo. With an fma, n*ln2_hi is subtracted exactly whatever its length, so
@@ -93,12 +88,22 @@ FUSE_HD FUSE_FORCE_INLINE V expm1(V x) noexcept {
   using P = prims<V>;
   const V xc = P::min(V(89.0f), P::max(V(-18.0f), x));
   const auto red = detail::reduce_exp(xc);
-  const V t = detail::expm1_reduced(red.r);
-  // s*(1 + t) - 1 with s = 2^n, evaluated at half scale so that s/2 = 2^(n-1) stays a normal
-  // float for n = 128; s/2 - 1/2 is exact for every n that matters (n >= -24), and s/2 * t is
-  // exact, so the fma rounds once whether or not it is fused.
+  const V r = red.r;
+  const V r2 = r * r;
+  const V q = P::fma(P::fma(V(detail::expq4), r2, P::fma(V(detail::expq3), r, V(detail::expq2))), r2,
+                     P::fma(V(detail::expq1), r, V(detail::expq0)));
+  const V t = P::fma(r2, q, r);
+  const V t_lo = P::fma(r2, q, r - t);  // t's rounding error (r - t is exact: t/r is in [0.8, 1.2])
+  // e^x - 1 = s (1 + t) - 1 = c + s t with s = 2^n, computed at half scale so that s/2 = 2^(n-1)
+  // stays a normal float for n = 128: c = s/2 - 1/2 (exact for every n that matters) and s/2 t
+  // (exact: a power of two). Their sum is rounded once, its error recovered (Fast2Sum:
+  // |c| >= |s/2 t|), and added back with t's own error in one last rounding.
   const V half_s = P::pow2_from_shifted(red.k - V(1.0f));
-  const V half_result = P::fma(half_s, t, half_s - V(0.5f));
+  const V c = half_s - V(0.5f);
+  const V st = half_s * t;  // exact, so contracting it into either use changes nothing
+  const V v = P::fma(half_s, t, c);
+  const V v_err = st - (v - c);
+  const V half_result = v + P::fma(half_s, t_lo, v_err);
   // Below 2^-25 expm1(x) rounds to x; the half-scale path would drop a subnormal's last bit.
   return P::select(P::abs(x) < V(0x1p-25f), x, half_result + half_result);
 }

@@ -1,7 +1,8 @@
 // The primitive operations fuse's math is written in, for V = float (host and CUDA device).
 //
 // Every function in fuse/math is one generic template over V that only touches V through
-// operators (+ - * / < <= > >= ==) and `prims<V>`. fuse/simd/math_batch.hpp specializes
+// operators (+ - * / < <= > >= ==; not !=, which xsimd makes false for NaN on AVX-512) and
+// `prims<V>`. fuse/simd/math_batch.hpp specializes
 // prims for xsimd batches. Each batch primitive returns, lane by lane, exactly the bits the
 // scalar one returns, so a SIMD lane and a scalar tail lane of the same input agree bit for bit.
 // That contract is why some definitions below look pedantic:
@@ -13,12 +14,15 @@
 //  * scale() is one correctly rounded multiplication by 2^n, as AVX-512's vscalefps computes it.
 //
 // Generic code must not write a product that feeds an addition (`a*b + c`): the compiler may
-// contract it in one path and not the other. Use fma, or keep the product's only use a product.
+// contract it in one path and not the other. Use fma, or keep the product's only use a product
+// (or make it exact, a multiplication by a power of two, which no contraction can change).
 #pragma once
 
 #include <fuse/core/config.hpp>
+#include <fuse/math/mode.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 #if defined(__CUDA_ARCH__) || defined(__FMA__)
 #define FUSE_MATH_FUSED_FMA 1
@@ -34,6 +38,9 @@ template <class V>
 struct prims;
 
 namespace detail {
+
+template <class Mode>
+inline constexpr bool is_fast = std::is_same_v<Mode, fuse::fast_math_t>;
 
 FUSE_HD FUSE_FORCE_INLINE float float_from_bits(std::uint32_t u) noexcept {
   return __builtin_bit_cast(float, u);
@@ -94,7 +101,8 @@ struct prims<float> {
     return row[detail::bits_of(k) & 15u];
   }
 
-  /// 2^n, exactly, for k = n + detail::round_shifter with integral n in [-126, 127].
+  /// 2^n, exactly, for k = n + detail::round_shifter with integral n in [-126, 127] (and +inf
+  /// for n = 128).
   FUSE_HD static FUSE_FORCE_INLINE float pow2_from_shifted(float k) noexcept {
     return detail::float_from_bits((detail::bits_of(k) << 23) + 0x3f800000u);
   }

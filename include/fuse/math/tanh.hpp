@@ -7,7 +7,6 @@
 //           of the relative error on [0, 9.1], tools/fit_math.py), one division, capped at 1.
 #pragma once
 
-#include <fuse/math/exp.hpp>
 #include <fuse/math/mode.hpp>
 #include <fuse/math/prims.hpp>
 #include <fuse/math/table.hpp>
@@ -36,12 +35,14 @@ template <class Mode = fuse::accurate_math_t, class V>
 FUSE_HD FUSE_FORCE_INLINE V tanh(V x) noexcept {
   using P = prims<V>;
   if constexpr (detail::is_fast<Mode>) {
-    // The quotient overshoots 1 by an ulp around 8.9, where min() turns it into exactly 1.
-    const V a = P::abs_clamp(x, 8.9f);
-    const V z = a * a;
+    // Odd as written (num and den are even in x), so no sign handling; the clamps keep NaN (x
+    // is their second operand). The quotient overshoots 1 by an ulp around 8.9, where the caps
+    // turn it into exactly +-1.
+    const V xc = P::min(V(8.9f), P::max(V(-8.9f), x));
+    const V z = xc * xc;
     const V num = horner(z, 0x1.p+0f, 0x1.11e8b8p-3f, 0x1.c9271ep-9f, 0x1.579d2ap-16f, 0x1.c4c440p-27f);
     const V den = horner(z, 0x1.p+0f, 0x1.de49a4p-2f, 0x1.a77b9ep-6f, 0x1.573040p-12f, 0x1.9d9a08p-21f);
-    return P::or_sign_nan(P::min(V(1.0f), (a * num) / den), x);
+    return P::max(V(-1.0f), P::min(V(1.0f), (xc * num) / den));
   } else {
     const V a = P::abs_clamp(x, 9.1f);
     const auto p = detail::piecewise<7>(FUSE_MATH_TABLE_REF(detail::tanh_table), a, 0.625f, 1.6f);

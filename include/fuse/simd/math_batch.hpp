@@ -3,8 +3,11 @@
 // Including this header makes every function of fuse/math accept xsimd float batches:
 //   auto y = fuse::math::tanh(xsimd::batch<float>::load_unaligned(p));
 // Each primitive returns, lane by lane, the bits the scalar prims<float> returns. Where an
-// AVX-512 instruction does the job in one step (vscalefps, vgetmantps/vgetexpps) it is used,
-// and the scalar version computes the same correctly rounded or exact value another way.
+// AVX-512 instruction does the job in one step it is used (vscalefps for scaling by 2^n,
+// vgetmantps/vgetexpps for log's split, vpermps for the 16-entry table lookups, vrangeps for
+// |x| clamped, a merge-masked vpternlogd for the sign), and the scalar version computes the
+// same correctly rounded or exact value another way. AVX2 and SSE batches use the same
+// algorithms with plainer instructions (two vpermps for a lookup on AVX2, a scalar gather on SSE).
 //
 // The AVX-512 intrinsics are spelled in their merge-masked form with an all-ones mask: GCC 12's
 // plain forms start from _mm512_undefined_ps() and trigger false -Wuninitialized warnings
@@ -15,6 +18,7 @@
 
 #include <xsimd/xsimd.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <immintrin.h>
 #include <type_traits>
@@ -80,12 +84,13 @@ struct prims<xsimd::batch<float, A>> {
 
   static FUSE_FORCE_INLINE V or_sign_nan(V mag, V x) noexcept {
     if constexpr (is512) {
-      // One bitwise select: all of x in NaN lanes, only its sign bit elsewhere.
-      const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-      const __m512i take_x = _mm512_mask_blend_epi32(nan, _mm512_set1_epi32(std::int32_t(0x80000000u)),
-                                                     _mm512_set1_epi32(-1));
-      return _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
-          _mm512_castps_si512(mag), _mm512_castps_si512(x), take_x, 0xd8));  // take_x ? x : mag
+      // One merge-masked bitwise select: x's sign bit over mag in ordered lanes; NaN lanes are
+      // masked off and keep the merge source, x itself.
+      const __mmask16 ordered = _mm512_cmp_ps_mask(x, x, _CMP_ORD_Q);
+      const __m512i xb = _mm512_castps_si512(x);
+      return _mm512_castsi512_ps(_mm512_mask_ternarylogic_epi32(
+          xb, ordered, _mm512_castps_si512(mag), _mm512_set1_epi32(std::int32_t(0x80000000u)),
+          0xe4));  // sign mask ? x : mag, bit by bit
     } else {
       return xsimd::select(is_nan(x), x, or_sign(mag, x));
     }

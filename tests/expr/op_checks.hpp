@@ -1,0 +1,83 @@
+// Shared by the op tests (test_ops_*.cpp): run an op over fresh random inputs sprinkled with
+// edge values, at sizes that are not multiples of any vector width, contiguous, strided and
+// broadcast, and compare with fuse::reference().
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include "support/check.hpp"
+
+namespace fuse::test::ops {
+
+using all_dtypes = std::tuple<float, double, half, bfloat16, std::int8_t, std::uint8_t, std::int32_t, std::int64_t>;
+
+/// ULPs a single op may be off in dtype T: float16/bfloat16 results are one rounding of a float
+/// computation, so they may land on the other side of a rounding boundary from the reference.
+template <class T>
+double op_ulps(double float32_ulps) {
+  if constexpr (std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) return 1;
+  else if constexpr (std::is_same_v<T, double>) return 1;
+  else return float32_ulps;
+}
+
+/// Runs `make(a)` (a unary expression) over 1-D inputs of every odd size, then over a strided
+/// 2-D view, comparing with the reference.
+template <class T, class Make>
+void check_unary(Make make, double lo, double hi, double max_ulps, tolerance tol = {}, bool edges = true) {
+  auto g = test::rng(reinterpret_cast<std::uintptr_t>(&make) ^ sizeof(T));
+  for (index_t n : test::odd_sizes) {
+    CAPTURE(n);
+    tensor<T, 1> a({n}), out({n});
+    test::fill(a.view(), g, lo, hi);
+    if (edges) test::sprinkle_edges(a, g);
+    eval(out, make(a));
+    expect_matches(out, reference(make(a)), tol, max_ulps, "contiguous");
+  }
+  // A strided, transposed operand: every other column of a 37x23 matrix, read transposed.
+  tensor<T, 2> big({37, 46});
+  test::fill(big.view(), g, lo, hi);
+  if (edges) test::sprinkle_edges(big, g);
+  auto v = transpose(strided_slice(big, {0, 0}, {37, 46}, {1, 2}));
+  tensor<T, 2> out({23, 37});
+  eval(out, make(v));
+  expect_matches(out, reference(make(v)), tol, max_ulps, "strided");
+}
+
+/// The same for binary ops, over a reversed, transposed 2-D view and, with `broadcasts`, with
+/// a broadcast row and a broadcast column (the loads are per dtype, not per op: the op tests
+/// ask for broadcasts on a few ops, which keeps the test build short).
+template <class T, class Make>
+void check_binary(Make make, double lo, double hi, double max_ulps, tolerance tol = {}, bool edges = true,
+                  bool broadcasts = false) {
+  auto g = test::rng(reinterpret_cast<std::uintptr_t>(&make) ^ (sizeof(T) * 7));
+  for (index_t n : test::odd_sizes) {
+    CAPTURE(n);
+    tensor<T, 1> a({n}), b({n}), out({n});
+    test::fill(a.view(), g, lo, hi);
+    test::fill(b.view(), g, lo, hi);
+    if (edges) test::sprinkle_edges(a, g), test::sprinkle_edges(b, g);
+    eval(out, make(a, b));
+    expect_matches(out, reference(make(a, b)), tol, max_ulps, "contiguous");
+  }
+  tensor<T, 2> a({19, 33});
+  tensor<T, 1> row({33});
+  tensor<T, 2> col({19, 1});
+  test::fill(a.view(), g, lo, hi);
+  test::fill(row.view(), g, lo, hi);
+  test::fill(col.view(), g, lo, hi);
+  if (edges) test::sprinkle_edges(a, g);
+  if (broadcasts) {
+    tensor<T, 2> out({19, 33});
+    eval(out, make(a, row));
+    expect_matches(out, reference(make(a, row)), tol, max_ulps, "row broadcast");
+    eval(out, make(col, a));
+    expect_matches(out, reference(make(col, a)), tol, max_ulps, "column broadcast");
+  }
+  auto t = transpose(strided_slice(a, {18, 0}, {-20, 33}, {-1, 1}));  // reversed rows, transposed
+  tensor<T, 2> out_t({33, 19});
+  eval(out_t, make(t, t));
+  expect_matches(out_t, reference(make(t, t)), tol, max_ulps, "reversed transposed");
+}
+
+}  // namespace fuse::test::ops
+
