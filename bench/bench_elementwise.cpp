@@ -3,7 +3,10 @@
 // run:
 //   gate_chain/fused/N       fuse::eval, accurate math (<= 2 ULP per function)
 //   gate_chain/fused_fast/N  fuse::eval with fuse::fast_math (Eigen's accuracy class)
-//   gate_chain/unfused/N     one pass per op with temporaries, as op-by-op execution runs it
+//   gate_chain/unfused/N     one pass per op with temporaries, as op-by-op execution runs it:
+//                            plain stores, as TVM's and PyTorch's elementwise kernels write
+//   gate_chain/unfused_nt/N  the same passes with fuse's streaming stores (a stronger anchor
+//                            than any op-by-op runtime, shown for completeness)
 //   gate_chain/eigen/N       the same expression on Eigen arrays (Eigen fuses it into one loop too)
 //   gate_chain/floor/N       a plain loop that reads the three inputs and writes one output
 //                            with no math: the bandwidth floor
@@ -54,6 +57,7 @@ void gate_fused_fast(benchmark::State& state) {
   finish(state, n);
 }
 
+template <fuse::streaming_stores Stores>
 void gate_unfused(benchmark::State& state) {
   const auto n = static_cast<fuse::index_t>(state.range(0));
   gate_inputs in(n);
@@ -61,11 +65,11 @@ void gate_unfused(benchmark::State& state) {
   for (auto _ : state) {
     // One kernel per op, each a full pass through memory, as TVM's three groups (or any
     // op-by-op runtime) execute it.
-    fuse::eval(t1, fuse::sigmoid(in.a));
-    fuse::eval(t2, fuse::tanh(in.b));
-    fuse::eval(t3, fuse::exp(in.c));
-    fuse::eval(t4, t2 * t3);
-    fuse::eval(in.out, t1 + t4);
+    fuse::eval(t1, fuse::sigmoid(in.a), Stores);
+    fuse::eval(t2, fuse::tanh(in.b), Stores);
+    fuse::eval(t3, fuse::exp(in.c), Stores);
+    fuse::eval(t4, t2 * t3, Stores);
+    fuse::eval(in.out, t1 + t4, Stores);
     benchmark::DoNotOptimize(in.out.data());
     benchmark::ClobberMemory();
   }
@@ -107,6 +111,7 @@ constexpr int64_t cached = int64_t{1} << 15;
 
 BENCHMARK(gate_fused)->Name("gate_chain/fused")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_fused_fast)->Name("gate_chain/fused_fast")->Arg(dram)->Arg(cached)->UseRealTime();
-BENCHMARK(gate_unfused)->Name("gate_chain/unfused")->Arg(dram)->Arg(cached)->UseRealTime();
+BENCHMARK(gate_unfused<fuse::streaming_stores::off>)->Name("gate_chain/unfused")->Arg(dram)->Arg(cached)->UseRealTime();
+BENCHMARK(gate_unfused<fuse::streaming_stores::automatic>)->Name("gate_chain/unfused_nt")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_eigen)->Name("gate_chain/eigen")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_floor)->Name("gate_chain/floor")->Arg(dram)->Arg(cached)->UseRealTime();

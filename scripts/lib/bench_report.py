@@ -3,9 +3,9 @@
 
 Benchmark names carry their role: `family/.../VARIANT/params`, where VARIANT is one of the
 known variants below (fuse's own: fused, fuse, ...; anchors: unfused, eigen, openblas, floor).
-Runs that differ only in their variant form a group; within a group every anchor is compared
-with fuse's variant as   ratio = time(anchor) / time(fuse)   (above 1: fuse is faster), and the
-floor as   time(fuse) / time(floor)   (how far fuse is from the memory or FLOP floor).
+Runs that differ only in their variant form a group; each of fuse's variants in a group is
+compared with every anchor as   time(anchor) / time(fuse)   (above 1: fuse is faster), and with
+the floor as   time(fuse) / time(floor)   (how far fuse is from the memory or FLOP floor).
 
 Each benchmark's time is the minimum over its repetitions: the machine is shared and noisy,
 and interference only ever adds time.
@@ -19,7 +19,7 @@ import sys
 from collections import OrderedDict
 
 FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast"]
-ANCHORS = ["unfused", "eigen", "openblas", "tvm"]
+ANCHORS = ["unfused", "unfused_nt", "eigen", "openblas", "tvm"]
 FLOORS = ["floor"]
 KNOWN = set(FUSE_VARIANTS + ANCHORS + FLOORS)
 
@@ -69,24 +69,38 @@ def main():
     groups, per_item, context = load(files)
     lines = []
     chart = []  # (label, ratio)
-    lines.append("| benchmark | variant | time | ns/item | ratio |")
-    lines.append("|---|---|---:|---:|---|")
+    # One row per fuse variant; one column per anchor present anywhere: time(anchor)/time(fuse),
+    # and the floor column time(fuse)/time(floor).
+    anchors = [a for a in ANCHORS if any(a in g for g in groups.values())]
+    floors = [f for f in FLOORS if any(f in g for g in groups.values())]
+    head = ["benchmark", "fuse", "time", "ns/item"] + [f"{a} / fuse" for a in anchors] + [f"fuse / {f}" for f in floors]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * 2 + "---:|" * (len(head) - 2))
+    anchor_lines = []
     for group, variants in groups.items():
-        base = next((v for v in FUSE_VARIANTS if v in variants), None)
         for v, t in variants.items():
-            note = ""
-            if base and v in ANCHORS + [x for x in FUSE_VARIANTS if x != base]:
-                r = t / variants[base]
-                note = f"{v}/{base} = **{r:.2f}x**"
-                if v in ANCHORS:
-                    chart.append((f"{group}: {v}/{base}", r))
-            elif base and v in FLOORS:
-                r = variants[base] / t
-                note = f"{base}/{v} = {r:.2f}x"
-                chart.append((f"{group}: {base}/{v}", 1.0 / r))
+            if v not in FUSE_VARIANTS:
+                ni = per_item.get((group, v))
+                anchor_lines.append(f"| {group} | *{v}* | {fmt_time(t)} | {'' if ni is None else f'{ni:.3f}'} |"
+                                    + " |" * (len(anchors) + len(floors)))
+                continue
+            cells = []
+            for a in anchors:
+                if a in variants:
+                    r = variants[a] / t
+                    cells.append(f"**{r:.2f}x**")
+                    chart.append((f"{group}: {a}/{v}", r))
+                else:
+                    cells.append("")
+            for f in floors:
+                if f in variants:
+                    r = t / variants[f]
+                    cells.append(f"{r:.2f}x")
+                else:
+                    cells.append("")
             ni = per_item.get((group, v))
-            lines.append(f"| {group} | {v} | {fmt_time(t)} | {'' if ni is None else f'{ni:.3f}'} | {note} |")
-    table = "\n".join(lines)
+            lines.append(f"| {group} | {v} | {fmt_time(t)} | {'' if ni is None else f'{ni:.3f}'} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines + anchor_lines)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "report.md"), "w") as fh:
         if context:
@@ -101,13 +115,14 @@ def main():
         dat = os.path.join(out_dir, "ratios.dat")
         with open(dat, "w") as fh:
             for i, (label, r) in enumerate(chart):
-                fh.write(f'{i} "{label}" {r:.4f}\n')
+                color = 0x3B75AF if r >= 1 else 0xC0392B  # blue: fuse faster; red: slower
+                fh.write(f'{i} "{label}" {r:.4f} {color}\n')
         png = os.path.join(out_dir, "ratios.png")
         height = max(300, 22 * len(chart) + 120)
         script = f"""
-set terminal pngcairo size 1100,{height} font "DejaVu Sans,9"
+set terminal pngcairo size 1100,{height} font "DejaVu Sans,9" noenhanced
 set output '{png}'
-set title "fuse vs anchors (time(anchor)/time(fuse): right of 1 = fuse faster; floor rows: time(floor)/time(fuse))"
+set title "time(anchor) / time(fuse): right of the dashed line, fuse is faster"
 set style fill solid 0.8
 set boxwidth 0.7
 set yrange [-1:{len(chart)}]
@@ -116,7 +131,7 @@ set xlabel "ratio"
 set grid xtics
 set arrow from 1, graph 0 to 1, graph 1 nohead lc rgb "black" dt 2
 unset key
-plot '{dat}' using (($3)/2):1:(($3)/2):(0.35):yticlabels(2) with boxxyerrorbars lc rgb "#3b75af"
+plot '{dat}' using (($3)/2):1:(($3)/2):(0.35):4:yticlabels(2) with boxxyerrorbars lc rgb variable
 """
         try:
             subprocess.run(["gnuplot"], input=script, text=True, check=True)

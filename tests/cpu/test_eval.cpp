@@ -7,22 +7,10 @@
 using namespace fuse;
 using fuse::test::expect_matches;
 
-namespace {
-template <class T = float, std::size_t R>
-tensor<T, static_cast<int>(R)> rand_t(const index_t (&ext)[R], std::uint64_t salt, double lo = -3, double hi = 3) {
-  index_array<R> e{};
-  for (std::size_t i = 0; i < R; ++i) e[i] = ext[i];
-  tensor<T, static_cast<int>(R)> t(e);
-  auto g = test::rng(salt);
-  test::fill(t.view(), g, lo, hi);
-  return t;
-}
-}  // namespace
-
 TEST_CASE("the seed's gate expression, at its shapes and at odd sizes") {
   for (index_t n : {1, 10, 17, 1023, 4097}) {
     CAPTURE(n);
-    auto a = rand_t({3, 3 * n}, static_cast<std::uint64_t>(n));
+    auto a = test::random_tensor({3, 3 * n}, static_cast<std::uint64_t>(n));
     tensor<float, 2> out({3, n});
     auto s = split<3>(a, 1);
     auto e = sigmoid(s[0]) + tanh(s[1]) * exp(s[2]);
@@ -35,8 +23,8 @@ TEST_CASE("the seed's gate expression, at its shapes and at odd sizes") {
 TEST_CASE("several outputs in one pass: an LSTM cell's h' and c'") {
   for (index_t n : {1, 7, 33, 257}) {
     CAPTURE(n);
-    auto gates = rand_t({5, 4 * n}, 20 + static_cast<std::uint64_t>(n));
-    auto c = rand_t({5, n}, 21);
+    auto gates = test::random_tensor({5, 4 * n}, 20 + static_cast<std::uint64_t>(n));
+    auto c = test::random_tensor({5, n}, 21);
     auto g = split<4>(gates, 1);
     auto c_new = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
     auto h_new = sigmoid(g[3]) * tanh(c_new);
@@ -53,33 +41,33 @@ TEST_CASE("several outputs in one pass: an LSTM cell's h' and c'") {
 
 TEST_CASE("aliasing: in place, through transposes, shifted and reversed views") {
   SUBCASE("x = f(x) in place") {
-    auto x = rand_t({37, 19}, 30);
+    auto x = test::random_tensor({37, 19}, 30);
     const auto before = x;
     eval(x, sigmoid(x) * 2.0f + x);
     expect_matches(x, reference(sigmoid(before) * 2.0f + before), {1e-6, 3 * 3e-7}, 2, "in place");
   }
   SUBCASE("x = transpose(x)") {
-    auto x = rand_t({33, 33}, 31);
+    auto x = test::random_tensor({33, 33}, 31);
     const auto before = x;
     eval(x, transpose(x));
     for (index_t i = 0; i < 33; ++i)
       for (index_t j = 0; j < 33; ++j) CHECK(x(i, j) == before(j, i));
   }
   SUBCASE("x[1:] = x[:-1] + 1 (overlapping, shifted)") {
-    auto x = rand_t({100}, 32);
+    auto x = test::random_tensor({100}, 32);
     const auto before = x;
     eval(strided_slice(x.view(), {1}, {100}), strided_slice(x, {0}, {99}) + 1.0f);
     for (index_t i = 1; i < 100; ++i) CHECK(x(i) == before(i - 1) + 1.0f);
     CHECK(x(0) == before(0));
   }
   SUBCASE("x = reverse(x)") {
-    auto x = rand_t({65}, 33);
+    auto x = test::random_tensor({65}, 33);
     const auto before = x;
     eval(x, strided_slice(x, {-1}, {-66}, {-1}));
     for (index_t i = 0; i < 65; ++i) CHECK(x(i) == before(64 - i));
   }
   SUBCASE("multi-output where one output is read by the other expression at the same addresses") {
-    auto x = rand_t({50}, 34);
+    auto x = test::random_tensor({50}, 34);
     const auto before = x;
     tensor<float, 1> y({50});
     eval(outputs(x, y), x * 2.0f, x + 1.0f);
@@ -89,7 +77,7 @@ TEST_CASE("aliasing: in place, through transposes, shifted and reversed views") 
     }
   }
   SUBCASE("a reduction over the output's own memory") {
-    auto x = rand_t({8, 8}, 35);
+    auto x = test::random_tensor({8, 8}, 35);
     const auto before = x;
     eval(x, x - mean(x, 1, keepdims));
     expect_matches(x, reference(before - mean(before, 1, keepdims)), {1e-6, 1e-6}, 4, "centre in place");
@@ -98,24 +86,24 @@ TEST_CASE("aliasing: in place, through transposes, shifted and reversed views") 
 
 TEST_CASE("broadcasting into the output, and loop shapes") {
   tensor<float, 3> out({5, 6, 7});
-  auto a = rand_t({5, 1, 7}, 40);
-  auto b = rand_t({1, 6, 1}, 41);
+  auto a = test::random_tensor({5, 1, 7}, 40);
+  auto b = test::random_tensor({1, 6, 1}, 41);
   eval(out, a * b + 1.0f);
   expect_matches(out, reference(a * b + 1.0f), {1e-6, 9 * 3e-7}, 1, "outer product");
-  auto bias = rand_t({7}, 42);
+  auto bias = test::random_tensor({7}, 42);
   eval(out, bias);  // a 1-D expression fills every row
   for (index_t i = 0; i < 5; ++i) CHECK(out(i, 3, 6) == bias(6));
   eval(out, scalar_expr<float>{2.5f});
   CHECK(out(4, 5, 6) == 2.5f);
   // negative strides and permuted outputs
-  auto m = rand_t({9, 13}, 43);
+  auto m = test::random_tensor({9, 13}, 43);
   tensor<float, 2> t({13, 9});
   eval(transpose(t.view()), strided_slice(m, {-1, -1}, {-10, -14}, {-1, -1}) * 3.0f);
   expect_matches(t, reference(transpose(strided_slice(m, {-1, -1}, {-10, -14}, {-1, -1}) * 3.0f)), {}, 0.5, "reversed into transposed");
 }
 
 TEST_CASE("streaming stores: peeling, tails and misaligned outputs give the same numbers") {
-  auto a = rand_t({300}, 50);
+  auto a = test::random_tensor({300}, 50);
   for (index_t off : {0, 1, 3, 15}) {
     for (index_t n : {1, 15, 16, 17, 63, 130, 299 - 15}) {
       CAPTURE(off);
@@ -153,7 +141,7 @@ TEST_CASE("rank 0, empty tensors, static shapes") {
 }
 
 TEST_CASE("fast math runs in the same binary and stays close") {
-  auto a = rand_t({4099}, 60, -8, 8);
+  auto a = test::random_tensor({4099}, 60, -8, 8);
   tensor<float, 1> accurate({4099}), fast({4099});
   auto e = sigmoid(a) + tanh(a) * exp(a);
   eval(accurate, e);
@@ -163,11 +151,11 @@ TEST_CASE("fast math runs in the same binary and stays close") {
 }
 
 TEST_CASE("materialize and dtypes through the loop") {
-  auto a = rand_t<half>({3, 17}, 70);
+  auto a = test::random_tensor<half>({3, 17}, 70);
   auto r = materialize(exp(a) + half(1.0f));
   static_assert(std::is_same_v<decltype(r), tensor<half, 2>>);
   expect_matches(r, reference(exp(a) + half(1.0f)), {}, 1, "half");
-  auto b = rand_t<std::int8_t>({40}, 71, -128, 127);
+  auto b = test::random_tensor<std::int8_t>({40}, 71, -128, 127);
   auto q = materialize(cast<float>(b) * 0.5f);
   expect_matches(q, reference(cast<float>(b) * 0.5f), {}, 0, "int8 to float");
 }

@@ -10,15 +10,6 @@ using fuse::test::expect_matches;
 using fuse::test::tolerance;
 
 namespace {
-template <class T = float, std::size_t R>
-tensor<T, static_cast<int>(R)> rand_t(const index_t (&ext)[R], std::uint64_t salt, double lo = -3, double hi = 3) {
-  index_array<R> e{};
-  for (std::size_t i = 0; i < R; ++i) e[i] = ext[i];
-  tensor<T, static_cast<int>(R)> t(e);
-  auto g = test::rng(salt);
-  test::fill(t.view(), g, lo, hi);
-  return t;
-}
 
 template <class E>
 void check(const E& e, tolerance tol, double ulps, const char* what) {
@@ -33,7 +24,7 @@ void reductions_of(std::uint64_t salt) {
   const double u = std::is_same_v<T, half> || std::is_same_v<T, bfloat16> ? 1 : 2;
   for (index_t n : {1, 7, 17, 1023}) {
     CAPTURE(n);
-    auto a = rand_t<T>({3, n, 5}, salt + static_cast<std::uint64_t>(n), lo, hi);
+    auto a = test::random_tensor<T>({3, n, 5}, salt + static_cast<std::uint64_t>(n), lo, hi);
     check(sum(a, 1), tol, u, "sum axis 1");
     check(sum(a, -1), tol, u, "sum last axis");
     check(mean(a, {0, 2}), tol, u, "mean axes 0,2");
@@ -58,8 +49,8 @@ TEST_CASE("reductions over every axis layout and dtype") {
 }
 
 TEST_CASE("reductions fuse their input expression, also over strided views") {
-  auto a = rand_t({9, 33}, 10);
-  auto b = rand_t({33}, 11);
+  auto a = test::random_tensor({9, 33}, 10);
+  auto b = test::random_tensor({33}, 11);
   check(sum(exp(a) * b, 1), {1e-6, 33 * 20 * 3e-7}, 4, "sum of a product");  // terms cancel
   check(max(transpose(a) * 2.0f, 1), {}, 0, "max of a transposed view");
   check(mean(strided_slice(a, {8, 0}, {-10, 33}, {-2, 3}), 0), {1e-6, 1e-6}, 2, "mean of a reversed strided slice");
@@ -105,12 +96,12 @@ TEST_CASE("long rows keep their accuracy (double accumulation)") {
 TEST_CASE("softmax and log_softmax along any axis") {
   for (index_t n : {1, 7, 17, 384, 1025}) {
     CAPTURE(n);
-    auto a = rand_t({4, n}, 20 + static_cast<std::uint64_t>(n), -30, 30);
+    auto a = test::random_tensor({4, n}, 20 + static_cast<std::uint64_t>(n), -30, 30);
     check(softmax(a), {1e-6, 1e-30}, 4, "softmax last axis");
     check(log_softmax(a), {1e-6, 1e-6}, 4, "log_softmax last axis");
     check(softmax(a * 0.125f - 1.0f, 0), {1e-6, 1e-30}, 4, "softmax of an expression, axis 0");
   }
-  auto b = rand_t({3, 5, 6}, 30);
+  auto b = test::random_tensor({3, 5, 6}, 30);
   check(softmax(b, 1), {1e-6, 1e-30}, 4, "middle axis");
   // max subtraction: huge logits do not overflow; -inf logits give exact zeros
   tensor<float, 2> big({1, 3});
@@ -119,33 +110,33 @@ TEST_CASE("softmax and log_softmax along any axis") {
   CHECK(sm(0, 0) == doctest::Approx(1 / (1 + std::exp(-1.0))).epsilon(1e-6));
   CHECK(sm(0, 2) == 0.0f);
   // in place, the way attention scores are normalised
-  auto c = rand_t({6, 40}, 31);
+  auto c = test::random_tensor({6, 40}, 31);
   const auto before = c;
   eval(c, softmax(c));
   expect_matches(c, reference(softmax(before)), {1e-6, 1e-30}, 4, "in place");
-  auto h = rand_t<half>({3, 50}, 32);
+  auto h = test::random_tensor<half>({3, 50}, 32);
   check(softmax(h), {}, 1, "half");
 }
 
 TEST_CASE("layer_norm matches nn.layer_norm") {
   for (index_t n : {1, 7, 768, 1023}) {
     CAPTURE(n);
-    auto x = rand_t({5, n}, 40 + static_cast<std::uint64_t>(n), -4, 6);
-    auto g = rand_t({n}, 41);
-    auto b = rand_t({n}, 42);
+    auto x = test::random_tensor({5, n}, 40 + static_cast<std::uint64_t>(n), -4, 6);
+    auto g = test::random_tensor({n}, 41);
+    auto b = test::random_tensor({n}, 42);
     check(layer_norm(x, g, b), {1e-5, 1e-6}, 8, "default");
     check(layer_norm(x * 2.0f + 1.0f, g, b, -1, 1e-3, false, true), {1e-5, 1e-6}, 8, "no center");
     check(layer_norm(x, g, b, 1, 1e-12, true, false), {1e-5, 1e-6}, 8, "no scale");
   }
-  auto x = rand_t({6, 4, 3}, 43);
-  auto g = rand_t({4}, 44);
-  auto b = rand_t({4}, 45);
+  auto x = test::random_tensor({6, 4, 3}, 43);
+  auto g = test::random_tensor({4}, 44);
+  auto b = test::random_tensor({4}, 45);
   check(layer_norm(x, g, b, 1), {1e-5, 1e-6}, 8, "axis 1");
   CHECK_THROWS_WITH_AS(layer_norm(x, g, b, 2), doctest::Contains("must have the extent of axis 2"), shape_error);
 }
 
 TEST_CASE("reductions inside larger trees") {
-  auto x = rand_t({7, 29}, 50);
+  auto x = test::random_tensor({7, 29}, 50);
   check(x - mean(x, 1, keepdims), {1e-6, 1e-6}, 4, "centre");
   check(exp(x - max(x, -1, keepdims)) / sum(exp(x - max(x, -1, keepdims)), -1, keepdims), {1e-6, 1e-30}, 8, "hand-written softmax");
   // the decomposed layer norm of exported Relay programs (corpus 04)

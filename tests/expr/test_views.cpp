@@ -12,15 +12,6 @@ using fuse::test::expect_matches;
 
 namespace {
 
-template <class T, std::size_t R>
-tensor<T, static_cast<int>(R)> random_tensor(const index_t (&ext)[R], std::uint64_t salt, double lo = -3, double hi = 3) {
-  index_array<R> e{};
-  for (std::size_t i = 0; i < R; ++i) e[i] = ext[i];
-  tensor<T, static_cast<int>(R)> t(e);
-  auto g = test::rng(salt);
-  test::fill(t.view(), g, lo, hi);
-  return t;
-}
 
 /// Evaluates e into a fresh tensor and checks it against the reference.
 /// Evaluates e into a fresh tensor and checks it against the reference; `abs` allows for the
@@ -43,7 +34,7 @@ std::string message_of(auto&& f) {
 }  // namespace
 
 TEST_CASE("split into sections and at indices, views of the input") {
-  auto a = random_tensor<float>({4, 30}, 1);
+  auto a = test::random_tensor<float>({4, 30}, 1);
   auto s = split<3>(a, 1);
   static_assert(std::is_same_v<decltype(s[0]), tensor_view<float, 2>&>);
   CHECK(s[1].shape().array() == index_array<2>{{4, 10}});
@@ -63,7 +54,7 @@ TEST_CASE("split into sections and at indices, views of the input") {
 }
 
 TEST_CASE("strided_slice follows Relay's canonicalisation") {
-  auto a = random_tensor<float>({3, 4, 3}, 2);
+  auto a = test::random_tensor<float>({3, 4, 3}, 2);
   // Relay's own test: begin [1,-1,0] end [4,-5,3] strides [2,-1,1] -> shape (1,4,3)
   auto s = strided_slice(a, {1, -1, 0}, {4, -5, 3}, {2, -1, 1});
   CHECK(s.shape().array() == index_array<3>{{1, 4, 3}});
@@ -85,7 +76,7 @@ TEST_CASE("strided_slice follows Relay's canonicalisation") {
 }
 
 TEST_CASE("reshape with every Relay newshape code") {
-  auto a = random_tensor<float>({2, 3, 4}, 3);
+  auto a = test::random_tensor<float>({2, 3, 4}, 3);
   auto shape_of = [](const auto& e) { return to_string(e.shape().array()); };
   CHECK(shape_of(reshape(a, {4, 0, 2})) == "(4, 3, 2)");
   CHECK(shape_of(reshape(a, {2, 0, 0})) == "(2, 3, 4)");
@@ -102,7 +93,7 @@ TEST_CASE("reshape with every Relay newshape code") {
   CHECK(shape_of(reshape<2>(a, {-3, -2})) == "(6, 4)");
   CHECK(shape_of(reshape<4>(a, {-4, 1, 2, -2})) == "(1, 2, 3, 4)");
   CHECK(shape_of(reshape<4>(a, {2, -4, -1, 3, -2})) == "(2, 1, 3, 4)");
-  auto b = random_tensor<float>({2, 3, 4, 5}, 4);
+  auto b = test::random_tensor<float>({2, 3, 4, 5}, 4);
   CHECK(shape_of(reshape(b, {-3, -3})) == "(6, 20)");
   check(reshape(a, {4, 6}) * 3.0f, 0.5);
   CHECK_THROWS_WITH_AS(reshape(a, {5, -1}), doctest::Contains("cannot infer"), shape_error);
@@ -113,19 +104,19 @@ TEST_CASE("reshape with every Relay newshape code") {
 }
 
 TEST_CASE("reshape of non-contiguous views: folded to strides when possible, index map otherwise") {
-  auto a = random_tensor<float>({8, 12, 10}, 5);
+  auto a = test::random_tensor<float>({8, 12, 10}, 5);
   // A column slice keeps rows contiguous: merging the first two axes still folds.
   auto s = strided_slice(a, {0, 0, 2}, {8, 12, 9});
   check(reshape(s, {96, 7}) + 1.0f, 0.5, "foldable");
   // The seed's pattern: reshape(transpose) merges axes that are not adjacent in memory.
-  auto b = random_tensor<float>({8, 384, 12, 16}, 6);
+  auto b = test::random_tensor<float>({8, 384, 12, 16}, 6);
   auto t = reshape(transpose(b, {0, 2, 1, 3}), {96, 384, 16});
   check(t * 16.0f, 0, "transpose then reshape");  // exact: a power of two
   check(reshape(exp(transpose(a)), {-1}), 2, "reshape of an expression");
 }
 
 TEST_CASE("squeeze, expand_dims, transpose, broadcast_to") {
-  auto a = random_tensor<float>({1, 5, 1, 7}, 7);
+  auto a = test::random_tensor<float>({1, 5, 1, 7}, 7);
   auto q = squeeze(a, {0, 2});
   CHECK(to_string(q.shape().array()) == "(5, 7)");
   check(q * 2.0f, 0);  // exact
@@ -143,26 +134,26 @@ TEST_CASE("squeeze, expand_dims, transpose, broadcast_to") {
   check(t + 1.0f, 0.5);
   CHECK(to_string(transpose(q).shape().array()) == "(7, 5)");
   CHECK_THROWS_WITH_AS(transpose(a, {0, 1, 1, 2}), doctest::Contains("repeat"), shape_error);
-  auto bias = random_tensor<float>({7}, 8);
+  auto bias = test::random_tensor<float>({7}, 8);
   auto bc = broadcast_to(bias, {4, 5, 7});
   check(bc * 1.0f, 0);  // exact
   CHECK_THROWS_WITH_AS(broadcast_to(bias, {4, 6}), doctest::Contains("(7) does not broadcast to (4, 6)"), shape_error);
 }
 
 TEST_CASE("concatenate of views and expressions, along every axis") {
-  auto a = random_tensor<float>({3, 5}, 9);
-  auto b = random_tensor<float>({3, 4}, 10);
-  auto c = random_tensor<float>({2, 5}, 11);
+  auto a = test::random_tensor<float>({3, 5}, 9);
+  auto b = test::random_tensor<float>({3, 4}, 10);
+  auto c = test::random_tensor<float>({2, 5}, 11);
   check(concatenate(std::tie(a, b), 1) * 2.0f, 0, "axis 1");  // exact
   check(concatenate(std::forward_as_tuple(a, exp(c)), 0) + 1.0f, 2, "axis 0 with an expression");
   check(transpose(concatenate(std::tie(a, b), -1)), 0, "transposed");
-  auto whole = random_tensor<float>({4, 9}, 12);
+  auto whole = test::random_tensor<float>({4, 9}, 12);
   auto parts = split<3>(whole, 1);
   check(concatenate(parts, 1), 0, "split then concatenate");
   CHECK_THROWS_WITH_AS(concatenate(std::tie(a, c), 1), doctest::Contains("differ outside axis 1"), shape_error);
   // every width, so the boundary falls inside and at the edge of vectors
   for (index_t w : {1, 7, 16, 17, 33}) {
-    auto x = random_tensor<float>({2, 1}, 13);
+    auto x = test::random_tensor<float>({2, 1}, 13);
     tensor<float, 2> y({2, w});
     auto g = test::rng(static_cast<std::uint64_t>(w));
     test::fill(y.view(), g);
@@ -171,7 +162,7 @@ TEST_CASE("concatenate of views and expressions, along every axis") {
 }
 
 TEST_CASE("take with clip and wrap, along an axis and flattened") {
-  auto d = random_tensor<float>({4, 6, 3}, 14);
+  auto d = test::random_tensor<float>({4, 6, 3}, 14);
   tensor<std::int32_t, 2> idx({2, 5});
   const std::int32_t iv[10] = {0, 5, -1, 7, 2, -7, 3, 3, 100, 1};
   for (int i = 0; i < 10; ++i) idx.data()[i] = iv[i];
@@ -189,8 +180,8 @@ TEST_CASE("take with clip and wrap, along an axis and flattened") {
 }
 
 TEST_CASE("views compose and still fuse: split of reshape of transpose of concatenate") {
-  auto a = random_tensor<float>({6, 4, 5}, 15);
-  auto b = random_tensor<float>({6, 4, 3}, 16);
+  auto a = test::random_tensor<float>({6, 4, 5}, 15);
+  auto b = test::random_tensor<float>({6, 4, 3}, 16);
   auto cat = concatenate(std::tie(a, b), 2);      // (6, 4, 8)
   auto tr = transpose(cat, {1, 0, 2});               // (4, 6, 8)
   auto rs = reshape(tr, {4, 48});                    // (4, 48)
@@ -198,14 +189,14 @@ TEST_CASE("views compose and still fuse: split of reshape of transpose of concat
   auto e = sigmoid(parts[0]) + tanh(parts[1]) * exp(parts[2] * 0.25f);
   check(e, 4, "composed", 20 * 3e-7);
   // and the seed's attention reshapes: split, squeeze, reshape, transpose, reshape, quantize
-  auto qkv = random_tensor<float>({3, 24, 16}, 17);
+  auto qkv = test::random_tensor<float>({3, 24, 16}, 17);
   auto s = split<3>(qkv, 0);
   auto q = reshape(transpose(reshape(squeeze(s[0], {0}), {2, 12, 4, 4}), {0, 2, 1, 3}), {8, 12, 4});
   check(cast<std::int8_t>(clip(round(q * 16.0f), -127, 127)), 0, "seed");
 }
 
 TEST_CASE("writing through views: into a transposed view, a slice and a reshape") {
-  auto a = random_tensor<float>({5, 7}, 18);
+  auto a = test::random_tensor<float>({5, 7}, 18);
   tensor<float, 2> out({7, 5});
   eval(transpose(out.view()), a * 2.0f);
   for (index_t i = 0; i < 5; ++i)

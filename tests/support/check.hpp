@@ -66,6 +66,17 @@ std::vector<T> edge_values() {
   }
 }
 
+/// A tensor of the given extents filled from [lo, hi] with the stream of `salt`.
+template <class T = float, std::size_t R>
+tensor<T, static_cast<int>(R)> random_tensor(const index_t (&ext)[R], std::uint64_t salt, double lo = -3, double hi = 3) {
+  index_array<R> e{};
+  for (std::size_t i = 0; i < R; ++i) e[i] = ext[i];
+  tensor<T, static_cast<int>(R)> t(e);
+  auto g = rng(salt);
+  fill(t.view(), g, lo, hi);
+  return t;
+}
+
 /// Sprinkles edge values into a contiguous tensor (every k-th element).
 template <class Tensor>
 void sprinkle_edges(Tensor& t, std::mt19937_64& g) {

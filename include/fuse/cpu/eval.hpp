@@ -71,6 +71,10 @@ template <class... O>
 struct outputs_t {
   std::tuple<O...> views;
 };
+template <class T>
+inline constexpr bool is_outputs = false;
+template <class... O>
+inline constexpr bool is_outputs<outputs_t<O...>> = true;
 /// Several outputs for one pass: fuse::eval(fuse::outputs(a, b), expr_a, expr_b).
 template <class... X>
 auto outputs(X&&... x) {
@@ -409,7 +413,7 @@ void eval_one(Out&& out_, Expr&& expr_, const Opt&... opt) {
 
 /// Evaluates `expr` into `out` in one pass. Options: fuse::fast_math, fuse::streaming_stores::on/off.
 template <class Out, class Expr, class... Opt>
-  requires(!std::is_same_v<std::remove_cvref_t<Out>, outputs_t<>> && (is_eval_option<std::remove_cvref_t<Opt>> && ...) &&
+  requires(!is_outputs<std::remove_cvref_t<Out>> && (is_eval_option<std::remove_cvref_t<Opt>> && ...) &&
            !is_eval_option<std::remove_cvref_t<Expr>>)
 void eval(Out&& out, Expr&& expr, const Opt&... opt) {
   detail::eval_one(static_cast<Out&&>(out), static_cast<Expr&&>(expr), opt...);

@@ -368,6 +368,31 @@ void buffer_to_row(const C* buf, index_t n, T* p, index_t s) {
   for (; j < n; ++j) p[j * s] = to_storage<T>(canonical<T>(buf[j]));
 }
 
+/// The frame of the row kernels (softmax, layer_norm): for every row of `out` along `axis`,
+/// the row of `ev` (bound with the axis innermost) is evaluated into `buf`, then
+/// f(buf, output row pointer, output stride along the axis) finishes it. Overlap of the output
+/// with the input is checked once: reading a whole row before writing it makes identical
+/// addresses safe; anything else goes through a temporary.
+template <class A, class View, class Ev, class C, class F>
+void for_each_buffered_row(View out, index_t axis, Ev& ev, std::vector<C>& buf, F&& f) {
+  using T = typename View::element_type;
+  constexpr std::size_t Q = View::rank;
+  const index_t n = out.extent(static_cast<std::size_t>(axis));
+  buf.resize(static_cast<std::size_t>(n) + simd::width<A>);  // room for a whole vector past n
+  const auto pext = axis_last_extents(out.shape().array(), axis);
+  const auto pstr = axis_last_extents(out.strides(), axis);
+  const void *olo, *ohi;
+  byte_range_of(out, olo, ohi);
+  with_safe_output<T, Q>(out, reads_output(ev, pext, olo, ohi, out.data(), pstr.data()),
+                         [&](tensor_view<T, static_cast<int>(Q)> target) {
+                           for_each_row(target, axis, [&](const index_array<Q>& x, std::remove_cv_t<T>* p, index_t s) {
+                             ev.row(x.data());
+                             row_to_buffer<A>(ev, n, buf.data());
+                             f(buf.data(), p, s);
+                           });
+                         });
+}
+
 }  // namespace detail
 
 template <class Mode, class T, std::size_t Q, row_op_kind K, class Child>
@@ -385,26 +410,18 @@ void run_softmax(tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, 
   context<Mode> ctx;
   auto ev = bind::bind<Mode>(node.child, detail::axis_last_map<Q>(node.axis), ctx);
   const index_t n = out.extent(static_cast<std::size_t>(node.axis));
-  std::vector<C> buf(static_cast<std::size_t>(n) + W);
-  const auto pext = detail::axis_last_extents(out.shape().array(), node.axis);
-  const auto pstr = detail::axis_last_extents(out.strides(), node.axis);
-  const void *olo, *ohi;
-  detail::byte_range_of(out, olo, ohi);
-  detail::with_safe_output<T, Q>(out, detail::reads_output(ev, pext, olo, ohi, out.data(), pstr.data()),
-                                 [&](tensor_view<T, static_cast<int>(Q)> out) {
-  detail::for_each_row(out, node.axis, [&](const index_array<Q>& x, V* p, index_t s) {
-    ev.row(x.data());
-    detail::row_to_buffer<A>(ev, n, buf.data());
+  std::vector<C> buf;
+  detail::for_each_buffered_row<A>(out, node.axis, ev, buf, [&](C* row, V* p, index_t s) {
     // max (NaN propagates), then sum of exp(x - max) in double.
     VC m = L::splat(-std::numeric_limits<C>::infinity());
     index_t j = 0;
-    for (; j + W <= n; j += W) m = L::max(m, simd::lane_io<C, A>::load(buf.data() + j));
+    for (; j + W <= n; j += W) m = L::max(m, simd::lane_io<C, A>::load(row + j));
     C mx = -std::numeric_limits<C>::infinity();
     {
       C t[W];
       simd::lane_io<C, A>::store(t, m);
       for (int i = 0; i < W; ++i) mx = lanes<C>::max(mx, t[i]);
-      for (index_t i = j; i < n; ++i) mx = lanes<C>::max(mx, buf[static_cast<std::size_t>(i)]);
+      for (index_t i = j; i < n; ++i) mx = lanes<C>::max(mx, row[i]);
     }
     // exp(x - max): the subtraction's rounding error e (recovered exactly by TwoSum) would be
     // multiplied by |x - max| inside exp; exp(d + e) = exp(d) (1 + e) puts it back.
@@ -422,18 +439,18 @@ void run_softmax(tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, 
     double sum_tail = 0;
     j = 0;
     for (; j + W <= n; j += W) {
-      const VC e = shifted_exp(simd::lane_io<C, A>::load(buf.data() + j));
-      if constexpr (K == row_op_kind::softmax) simd::lane_io<C, A>::store(buf.data() + j, e);
+      const VC e = shifted_exp(simd::lane_io<C, A>::load(row + j));
+      if constexpr (K == row_op_kind::softmax) simd::lane_io<C, A>::store(row + j, e);
       sum = lanes<simd::vec<double, A>>::add(sum, simd::convert<double, C, A>(e));
     }
     for (; j < n; ++j) {
-      const C x = buf[static_cast<std::size_t>(j)];
+      const C x = row[j];
       const C d = x - mx, bb = d - x;
       C err = (x - (d - bb)) - (mx + bb);
       if (err != err) err = 0;
       C e = expo.template apply<Mode>(d);
       e = e + e * err;
-      if constexpr (K == row_op_kind::softmax) buf[static_cast<std::size_t>(j)] = e;
+      if constexpr (K == row_op_kind::softmax) row[j] = e;
       sum_tail += static_cast<double>(e);
     }
     double total = sum_tail;
@@ -445,16 +462,15 @@ void run_softmax(tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, 
     if constexpr (K == row_op_kind::softmax) {
       const C inv = static_cast<C>(1.0 / total);
       for (j = 0; j + W <= n; j += W)
-        simd::lane_io<C, A>::store(buf.data() + j, L::mul(simd::lane_io<C, A>::load(buf.data() + j), L::splat(inv)));
-      for (; j < n; ++j) buf[static_cast<std::size_t>(j)] *= inv;
+        simd::lane_io<C, A>::store(row + j, L::mul(simd::lane_io<C, A>::load(row + j), L::splat(inv)));
+      for (; j < n; ++j) row[j] *= inv;
     } else {
       const C shift = static_cast<C>(static_cast<double>(mx) + std::log(total));
       for (j = 0; j + W <= n; j += W)
-        simd::lane_io<C, A>::store(buf.data() + j, L::sub(simd::lane_io<C, A>::load(buf.data() + j), L::splat(shift)));
-      for (; j < n; ++j) buf[static_cast<std::size_t>(j)] -= shift;
+        simd::lane_io<C, A>::store(row + j, L::sub(simd::lane_io<C, A>::load(row + j), L::splat(shift)));
+      for (; j < n; ++j) row[j] -= shift;
     }
-    detail::buffer_to_row<A>(buf.data(), n, p, s);
-  });
+    detail::buffer_to_row<A>(row, n, p, s);
   });
 }
 
@@ -472,35 +488,26 @@ void run_layer_norm(tensor_view<T, static_cast<int>(Q)> out, const layer_norm_ex
   auto b = materialize(node.beta);
   context<Mode> ctx;
   auto ev = bind::bind<Mode>(node.x, detail::axis_last_map<Q>(node.axis), ctx);
-  std::vector<C> buf(static_cast<std::size_t>(n) + simd::width<A>);
   const C eps = static_cast<C>(static_cast<float>(node.epsilon));  // Relay makes epsilon a float32 constant
-  const auto pext = detail::axis_last_extents(out.shape().array(), node.axis);
-  const auto pstr = detail::axis_last_extents(out.strides(), node.axis);
-  const void *olo, *ohi;
-  detail::byte_range_of(out, olo, ohi);
-  detail::with_safe_output<T, Q>(out, detail::reads_output(ev, pext, olo, ohi, out.data(), pstr.data()),
-                                 [&](tensor_view<T, static_cast<int>(Q)> out) {
-  detail::for_each_row(out, node.axis, [&](const index_array<Q>& x, V* p, index_t s) {
-    ev.row(x.data());
-    detail::row_to_buffer<A>(ev, n, buf.data());
+  std::vector<C> buf;
+  detail::for_each_buffered_row<A>(out, node.axis, ev, buf, [&](C* row, V* p, index_t s) {
     double mean = 0;
-    for (index_t j = 0; j < n; ++j) mean += static_cast<double>(buf[static_cast<std::size_t>(j)]);
+    for (index_t j = 0; j < n; ++j) mean += static_cast<double>(row[j]);
     mean /= static_cast<double>(n);
     double var = 0;
     for (index_t j = 0; j < n; ++j) {
-      const double d = static_cast<double>(buf[static_cast<std::size_t>(j)]) - mean;
+      const double d = static_cast<double>(row[j]) - mean;
       var += d * d;
     }
     var /= static_cast<double>(n);
     const double inv = 1.0 / std::sqrt(var + static_cast<double>(eps));
     for (index_t j = 0; j < n; ++j) {
-      double y = (static_cast<double>(buf[static_cast<std::size_t>(j)]) - mean) * inv;
+      double y = (static_cast<double>(row[j]) - mean) * inv;
       if (node.scale) y *= static_cast<double>(to_compute<V>(g.data()[j]));
       if (node.center) y += static_cast<double>(to_compute<V>(b.data()[j]));
-      buf[static_cast<std::size_t>(j)] = static_cast<C>(y);
+      row[j] = static_cast<C>(y);
     }
-    detail::buffer_to_row<A>(buf.data(), n, p, s);
-  });
+    detail::buffer_to_row<A>(row, n, p, s);
   });
 }
 

@@ -319,39 +319,23 @@ FUSE_FLOAT_UNARY(gelu_tanh, "gelu_tanh",
                  x / (1.0 + std::exp(-1.5957691216057307593 * x * (1.0 + 0.044715 * x * x))))
 #undef FUSE_FLOAT_UNARY
 
+// Ops that are one `lanes` function and one C library function.
+#define FUSE_LANES_UNARY(NAME, RELAY, LANES_FN, STD_FN)                                   \
+  struct NAME : floating_rule {                                                        \
+    static constexpr const char* name = RELAY;                                         \
+    template <class M, class V>                                                        \
+    FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::LANES_FN(x); }     \
+    double reference(double x) const { return std::STD_FN(x); }                        \
+  };
 /// Correctly rounded square root (IEEE): sqrt(-x) = NaN, sqrt(-0) = -0.
-struct sqrt : floating_rule {
-  static constexpr const char* name = "sqrt";
-  template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::sqrt(x); }
-  double reference(double x) const { return std::sqrt(x); }
-};
+FUSE_LANES_UNARY(sqrt, "sqrt", sqrt, sqrt)
 /// Relay's round as TVM executes it on CPU (llvm.round) and CUDA (roundf): half away from
 /// zero, sign kept (round(-0.4) = -0). NumPy rounds half to even; the two differ only on ties.
-struct round : floating_rule {
-  static constexpr const char* name = "round";
-  template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::round_away(x); }
-  double reference(double x) const { return std::round(x); }
-};
-struct floor : floating_rule {
-  static constexpr const char* name = "floor";
-  template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::floor(x); }
-  double reference(double x) const { return std::floor(x); }
-};
-struct ceil : floating_rule {
-  static constexpr const char* name = "ceil";
-  template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::ceil(x); }
-  double reference(double x) const { return std::ceil(x); }
-};
-struct trunc : floating_rule {
-  static constexpr const char* name = "trunc";
-  template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::trunc(x); }
-  double reference(double x) const { return std::trunc(x); }
-};
+FUSE_LANES_UNARY(round, "round", round_away, round)
+FUSE_LANES_UNARY(floor, "floor", floor, floor)
+FUSE_LANES_UNARY(ceil, "ceil", ceil, ceil)
+FUSE_LANES_UNARY(trunc, "trunc", trunc, trunc)
+#undef FUSE_LANES_UNARY
 
 // ---- comparisons and logic ---------------------------------------------------------------------
 

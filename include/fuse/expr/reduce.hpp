@@ -184,25 +184,27 @@ FUSE_REDUCTION(min, reduce_kind::min)
 FUSE_REDUCTION(prod, reduce_kind::prod)
 #undef FUSE_REDUCTION
 
+namespace detail {
+template <row_op_kind K, class X>
+auto make_softmax(X&& x, index_t axis, const char* name) {
+  auto c = as_expr(static_cast<X&&>(x));
+  using C = decltype(c);
+  static_assert(is_floating_dtype<typename C::value_type>, "fuse::softmax / log_softmax: needs a floating dtype");
+  static_assert(C::rank >= 1, "fuse::softmax / log_softmax: needs rank >= 1");
+  const auto a = normalize_axis(axis, name, c.shape().array());
+  return softmax_expr<K, C>{c, dynamic_shape<C::rank>(c.shape()), a};
+}
+}  // namespace detail
+
 /// nn.softmax(x, axis=-1): exp(x - max) / sum(exp(x - max)) along axis.
 template <expr_operand X>
 auto softmax(X&& x, index_t axis = -1) {
-  auto c = as_expr(static_cast<X&&>(x));
-  using C = decltype(c);
-  static_assert(is_floating_dtype<typename C::value_type>, "fuse::softmax: needs a floating dtype");
-  static_assert(C::rank >= 1, "fuse::softmax: needs rank >= 1");
-  const auto a = detail::normalize_axis(axis, "nn.softmax", c.shape().array());
-  return softmax_expr<row_op_kind::softmax, C>{c, dynamic_shape<C::rank>(c.shape()), a};
+  return detail::make_softmax<row_op_kind::softmax>(static_cast<X&&>(x), axis, "nn.softmax");
 }
 /// nn.log_softmax(x, axis=-1): x - max - log(sum(exp(x - max))) along axis.
 template <expr_operand X>
 auto log_softmax(X&& x, index_t axis = -1) {
-  auto c = as_expr(static_cast<X&&>(x));
-  using C = decltype(c);
-  static_assert(is_floating_dtype<typename C::value_type>, "fuse::log_softmax: needs a floating dtype");
-  static_assert(C::rank >= 1, "fuse::log_softmax: needs rank >= 1");
-  const auto a = detail::normalize_axis(axis, "nn.log_softmax", c.shape().array());
-  return softmax_expr<row_op_kind::log_softmax, C>{c, dynamic_shape<C::rank>(c.shape()), a};
+  return detail::make_softmax<row_op_kind::log_softmax>(static_cast<X&&>(x), axis, "nn.log_softmax");
 }
 
 /// nn.layer_norm(x, gamma, beta, axis=-1, epsilon=1e-5, center=true, scale=true).
