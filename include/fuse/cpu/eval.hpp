@@ -25,6 +25,7 @@
 
 #include "fuse/bind/bind.hpp"
 #include "fuse/core/error.hpp"
+#include "fuse/core/small_vector.hpp"
 #include "fuse/core/tensor.hpp"
 #include "fuse/cpu/options.hpp"
 #include "fuse/cpu/vector_access.hpp"
@@ -119,14 +120,19 @@ struct loop_plan {
 };
 
 template <std::size_t Q>
-loop_plan<Q> plan_loops(const index_array<Q>& ext, const std::vector<index_array<Q>>& strides) {
+using stride_list = small_vector<index_array<Q>, 16>;
+
+template <std::size_t Q>
+loop_plan<Q> plan_loops(const index_array<Q>& ext, const stride_list<Q>& strides) {
   std::size_t dims[Q > 0 ? Q : 1];
   std::size_t nd = 0;
   for (std::size_t k = 0; k < Q; ++k)
     if (ext[k] != 1) dims[nd++] = k;
-  // Outermost first: larger |stride| of the first output; ties keep their order.
+  // Outermost first: larger |stride| of the first output; ties keep their order (an insertion
+  // sort: a handful of axes, and no allocation, unlike std::stable_sort).
   auto mag = [&](std::size_t k) { return strides[0][k] < 0 ? -strides[0][k] : strides[0][k]; };
-  std::stable_sort(dims, dims + nd, [&](std::size_t a, std::size_t b) { return mag(a) > mag(b); });
+  for (std::size_t i = 1; i < nd; ++i)
+    for (std::size_t j = i; j > 0 && mag(dims[j - 1]) < mag(dims[j]); --j) std::swap(dims[j - 1], dims[j]);
   // Merge from the inside out: outer axis a folds into the group g below it when every operand
   // steps a by exactly g's extent times g's stride.
   index_t g_ext[Q > 0 ? Q : 1];
@@ -137,8 +143,8 @@ loop_plan<Q> plan_loops(const index_array<Q>& ext, const std::vector<index_array
     if (ng > 0) {
       const std::size_t b = g_dim[ng - 1];
       bool merge = true;
-      for (const auto& s : strides)
-        if (s[a] != s[b] * g_ext[ng - 1]) merge = false;
+      for (std::size_t i = 0; i < strides.size(); ++i)
+        if (strides[i][a] != strides[i][b] * g_ext[ng - 1]) merge = false;
       if (merge) {
         g_ext[ng - 1] *= ext[a];
         continue;
@@ -183,25 +189,26 @@ struct out_state {
 /// the expression (only of the rank), so every tree of a rank shares one instantiation.
 template <std::size_t Q>
 struct pass_plan {
-  std::vector<char> through_temp;
+  small_vector<char, 8> through_temp;
   bool transform = false;
   loop_plan<Q> loops;
 };
 
 template <std::size_t Q>
-pass_plan<Q> plan_pass(const index_array<Q>& ext, std::vector<out_state<Q>>& outs, const std::vector<bind::leaf_info>& leaves,
+pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>& outs, const small_vector<bind::leaf_info, 16>& leaves,
                        bool tree_folded) {
   pass_plan<Q> plan;
   const std::size_t n = outs.size();
-  plan.through_temp.assign(n, 0);
-  for (auto& o : outs) bind::detail::byte_range(o.base, ext, o.stride.data(), o.elem_size, o.lo, o.hi);
+  plan.through_temp = small_vector<char, 8>(n, 0);
+  for (std::size_t o = 0; o < n; ++o) bind::detail::byte_range(outs[o].base, ext, outs[o].stride.data(), outs[o].elem_size, outs[o].lo, outs[o].hi);
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = a + 1; b < n; ++b)
       if (overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi)) throw memory_error("eval: two outputs of one pass overlap in memory");
   bool folded = tree_folded;
-  std::vector<index_array<Q>> strides;
-  for (const auto& o : outs) strides.push_back(o.stride);
-  for (const auto& leaf : leaves) {
+  stride_list<Q> strides;
+  for (std::size_t o = 0; o < n; ++o) strides.push_back(outs[o].stride);
+  for (std::size_t l = 0; l < leaves.size(); ++l) {
+    const auto& leaf = leaves[l];
     folded = folded && leaf.folded;
     if (leaf.folded) {
       index_array<Q> st{};
@@ -310,11 +317,11 @@ void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, co
   }(std::index_sequence_for<E...>{});
 
   // --- aliasing and loop shape (decided by plan_pass, shared by every tree of rank Q) ----------------------
-  std::vector<detail::out_state<Q>> os;
+  small_vector<detail::out_state<Q>, 8> os;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (os.push_back(detail::out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}), ...);
   }(std::index_sequence_for<T...>{});
-  std::vector<bind::leaf_info> leaves;
+  small_vector<bind::leaf_info, 16> leaves;
   std::apply([&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); }, evs);
   // Concatenations and takes keep the iteration space as it is, even over folded leaves.
   const bool tree_folded = std::apply([](const auto&... ev) { return (ev.all_folded() && ...); }, evs);
