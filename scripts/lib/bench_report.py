@@ -51,8 +51,10 @@ def load(files):
             g = groups.setdefault(group, OrderedDict())
             g[variant] = min(g.get(variant, float("inf")), t)
             if "items_per_second" in b and b["items_per_second"] > 0:
-                # ns per item of this run; keep the one matching the minimum time.
-                items = b["items_per_second"] * b["real_time"] * scale / 1e9
+                # Items per iteration: Google Benchmark divides items by the time it measures
+                # (real time with UseRealTime, else CPU time); ns per item from the min time.
+                measured = b["real_time"] if b["name"].endswith("/real_time") else b["cpu_time"]
+                items = b["items_per_second"] * measured * scale / 1e9
                 per_item[(group, variant)] = g[variant] / items
     return groups, per_item, context
 

@@ -121,6 +121,18 @@ TEST_CASE("streaming stores: peeling, tails and misaligned outputs give the same
   }
 }
 
+TEST_CASE("streaming stores with several outputs of different alignments") {
+  auto a = test::random_tensor({200}, 51);
+  tensor<float, 1> b1({201}), b2({203});
+  auto o1 = strided_slice(b1.view(), {1}, {201});  // misaligned by one float
+  auto o2 = strided_slice(b2.view(), {3}, {203});  // by three
+  eval(outputs(o1, o2), a * 2.0f, a + 1.0f, streaming_stores::on);
+  for (index_t i = 0; i < 200; ++i) {
+    CHECK(o1(i) == a(i) * 2.0f);
+    CHECK(o2(i) == a(i) + 1.0f);
+  }
+}
+
 TEST_CASE("rank 0, empty tensors, static shapes") {
   tensor<float, 0> s;
   tensor<float, 0> x;

@@ -234,13 +234,13 @@ pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>&
   return plan;
 }
 
-/// Stores the first n lanes of v at p (stride in elements), streaming full aligned vectors
-/// when asked.
+/// Stores the first n lanes of v at p (stride in elements), streaming full vectors when asked
+/// and p is aligned for it (the row loop aligns the first output; others may not be).
 template <class A, class T, class V>
 FUSE_FORCE_INLINE void store_vec(T* p, index_t stride, const V& v, int n, bool stream) {
   if (FUSE_LIKELY(stride == 1 && n == simd::width<A>)) {
     if constexpr (simd::stream_alignment<T, A> != 0) {
-      if (stream) {
+      if (stream && reinterpret_cast<std::uintptr_t>(p) % simd::stream_alignment<T, A> == 0) {
         simd::stream<T, A>(p, v);
         return;
       }
