@@ -249,3 +249,19 @@ TEST_CASE("compile-time view parameters keep static shapes") {
   auto bad_reshape = [&] { return reshape<7, -1>(d); };  // 60 elements
   CHECK_THROWS_AS(bad_reshape(), shape_error);
 }
+
+TEST_CASE("reshapes that cannot fold: runs, carries and every step of the linear index") {
+  // reshape(transpose(reshape(x))) with odd extents: the inner reshape folds, the outer does
+  // not; the general form walks runs and carries digits from row to row.
+  auto x = test::random_tensor({35, 42}, 90);
+  auto t = transpose(reshape(x, {5, 7, 6, 7}), {0, 2, 1, 3});  // (5, 6, 7, 7)
+  check(reshape(t, {30, 49}) * 2.0f, 0, "merge of non-adjacent axes");
+  check(reshape(t, {30, 7, 7}) + 0.0f, 0, "merge of the outer axes");
+  check(reshape(t, {5, 294}) - 1.0f, 0.5, "runs shorter than the row");
+  check(reshape<3>(t, {-1, 3, 7}) * 1.0f, 0, "splitting across digits");
+  // the row walks a non-innermost digit (linear step > 1), and backwards (a reversed view)
+  check(transpose(reshape(t, {30, 49})) * 1.0f, 0, "column-wise walk");
+  auto r = strided_slice(t, {4, 5, 6, 6}, {-6, -7, -8, -8}, {-1, -1, -1, -1});
+  check(reshape(r, {30, 49}) * 1.0f, 0, "reversed");
+  check(reshape(strided_slice(t, {0, 0, 0, 1}, {5, 6, 7, 7}, {1, 2, 1, 2}), {-1}) * 1.0f, 0, "strided then flattened");
+}

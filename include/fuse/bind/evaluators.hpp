@@ -55,6 +55,163 @@ void byte_range(const void* base, const index_array<Q>& ext, const index_t* stri
 
 // ---- leaves ------------------------------------------------------------------------------------------------
 
+/// How a leaf whose map did not fold finds its elements: offset = map(x) . stride + offset0.
+template <class Map, std::size_t R = Map::out_rank>
+struct general_form {
+  Map map{};
+  index_array<R> stride{};
+  index_t offset0 = 0;
+
+  static general_form make(const Map& m, const index_array<R>& s, index_t off) { return {m, s, off}; }
+  FUSE_HD index_t offset(const index_t* x) const {
+    index_t c[R > 0 ? R : 1];
+    map.apply(x, c);
+    index_t o = offset0;
+    for (std::size_t d = 0; d < R; ++d) o += c[d] * stride[d];
+    return o;
+  }
+  FUSE_HD run row(const index_t* x) const {
+    run r = row_run(map, stride, x);
+    r.offset += offset0;
+    return r;
+  }
+};
+
+/// One reshape after an affine map, the common unfoldable case (reshape of a transposed view):
+/// runs along a row as in row_run, with the reshape's strides folded once and its digits kept
+/// from the previous row, so that a new row costs a few additions and carries instead of a
+/// division per axis.
+template <std::size_t Q, std::size_t Rm, std::size_t Rc, std::size_t R>
+struct general_form<reshape_map<affine_map<Q, Rm>, Rm, Rc, R>, R> {
+  using M = reshape_map<affine_map<Q, Rm>, Rm, Rc, R>;
+  M map{};
+  index_array<R> stride{};
+  index_t offset0 = 0;
+  strided<Rc> post{};          // strides over the reshape's inner coordinates
+  index_array<Rm> mul{};       // row-major multipliers of the reshape's outer extents
+  index_t dl = 0;              // linear step along the row
+  int step_digit = -1;         // the digit dl moves (by step_q each element); -1: none
+  index_t step_q = 0;
+  mutable index_t last_lin = -1;
+  mutable index_array<Rc> digits{};
+
+  static general_form make(const M& m, const index_array<R>& s, index_t off) {
+    general_form g;
+    g.map = m;
+    g.stride = s;
+    g.offset0 = off;
+    g.post = fold(m.post, s);
+    index_t k = 1;
+    for (std::size_t i = Rm; i-- > 0;) {
+      g.mul[i] = k;
+      if (m.prev.src[i] == static_cast<index_t>(Q - 1)) g.dl += m.prev.scale[i] * k;
+      k *= m.mid[i];
+    }
+    // Which digit of the inner coordinates moves along a row, and by how much: constant per
+    // evaluation, so the divisions happen here once.
+    if (g.dl > 0) {
+      index_t p = 1;  // product of the extents finer than digit t
+      for (std::size_t t = Rc; t-- > 0;) {
+        if (g.dl % p == 0 && g.dl / p < m.inner[t]) {
+          g.step_digit = static_cast<int>(t);
+          g.step_q = g.dl / p;
+          break;
+        }
+        p *= m.inner[t];
+      }
+    }
+    return g;
+  }
+  /// The reshape's inner coordinates of linear index lin, from the last ones when lin moved
+  /// forward by less than the innermost extent times a few (the next row, typically).
+  FUSE_HD void locate(index_t lin) const {
+    index_t delta = lin - last_lin;
+    if (last_lin >= 0 && delta >= 0 && Rc > 0 && delta <= 4 * map.inner[Rc - 1]) {
+      digits[Rc - 1] += delta;
+      for (std::size_t t = Rc - 1; t > 0; --t) {  // carries: a few subtractions, no division
+        while (digits[t] >= map.inner[t]) {
+          digits[t] -= map.inner[t];
+          ++digits[t - 1];
+        }
+      }
+    } else {
+      index_t l = lin;
+      for (std::size_t t = Rc; t-- > 0;) {
+        digits[t] = map.inner[t] ? l % map.inner[t] : 0;
+        l = map.inner[t] ? l / map.inner[t] : 0;
+      }
+    }
+    last_lin = lin;
+  }
+  FUSE_HD index_t linear(const index_t* x) const {
+    index_t mid[Rm > 0 ? Rm : 1];
+    map.prev.apply(x, mid);
+    index_t lin = 0;
+    for (std::size_t i = 0; i < Rm; ++i) lin += mid[i] * mul[i];
+    return lin;
+  }
+  FUSE_HD index_t offset(const index_t* x) const {
+    locate(linear(x));
+    index_t o = offset0 + post.offset;
+    for (std::size_t t = 0; t < Rc; ++t) o += digits[t] * post.stride[t];
+    return o;
+  }
+  FUSE_HD run row(const index_t* x) const {
+    run r;
+    r.offset = offset(x);
+    if (dl == 0) {
+      r.length = index_t{1} << 62;
+      return r;
+    }
+    if (step_digit < 0) return r;
+    const auto t = static_cast<std::size_t>(step_digit);
+    r.stride = step_q * post.stride[t];
+    const index_t left = map.inner[t] - 1 - digits[t];
+    r.length = (step_q == 1 ? left : left / step_q) + 1;
+    return r;
+  }
+};
+
+/// A reshape step whose own reshape folds but whose earlier steps do not (reshape(transpose(
+/// reshape(x))) with x contiguous: the inner reshape is free, the outer one is not): the leaf
+/// is then addressed from the earlier steps' coordinates, where runs along a row can be found.
+template <class P, std::size_t Rm, std::size_t Rc, std::size_t R>
+struct general_form<reshape_map<P, Rm, Rc, R>, R> {
+  using M = reshape_map<P, Rm, Rc, R>;
+  M map{};
+  index_array<R> stride{};
+  index_t offset0 = 0;
+  bool reduced = false;
+  general_form<P> inner{};
+
+  static general_form make(const M& m, const index_array<R>& s, index_t off) {
+    general_form g{m, s, off, false, {}};
+    if constexpr (!is_affine_map<P>::value) {
+      const strided<Rc> post = fold(m.post, s);
+      index_array<Rm> mid{};
+      if (detail::reshape_strides(m.inner, post.stride, m.mid, mid)) {
+        g.reduced = true;
+        g.inner = general_form<P>::make(m.prev, mid, off + post.offset);
+      }
+    }
+    return g;
+  }
+  FUSE_HD index_t offset(const index_t* x) const {
+    if (reduced) return inner.offset(x);
+    index_t c[R > 0 ? R : 1];
+    map.apply(x, c);
+    index_t o = offset0;
+    for (std::size_t d = 0; d < R; ++d) o += c[d] * stride[d];
+    return o;
+  }
+  FUSE_HD run row(const index_t* x) const {
+    if (reduced) return inner.row(x);
+    run r = row_run(map, stride, x);
+    r.offset += offset0;
+    return r;
+  }
+};
+
 /// A tensor_view leaf under index map Map (iteration space -> the view's coordinates).
 template <class T, std::size_t Q, class Map>
 struct leaf_eval {
@@ -68,8 +225,8 @@ struct leaf_eval {
   const T* base = nullptr;
   index_array<Q> stride{};
   bool folded = true;
-  // General form: address = data + sum(map(x)[d] * node_stride[d]).
-  [[no_unique_address]] std::conditional_t<may_be_general, Map, char> map{};
+  // General form: address = data + gen.offset(x).
+  [[no_unique_address]] std::conditional_t<may_be_general, general_form<Map>, char> gen{};
   const T* data = nullptr;
   index_array<node_rank> node_stride{};
   index_array<node_rank> node_extent{};
@@ -87,7 +244,7 @@ struct leaf_eval {
     index_array<Q> x = row_x;
     x[Q - 1] = j;
     run r;
-    if constexpr (may_be_general) r = row_run(map, node_stride, x.data());
+    if constexpr (may_be_general) r = gen.row(x.data());
     run_ptr = data + r.offset;
     run_stride = r.stride;
     run_begin = j;
@@ -95,11 +252,8 @@ struct leaf_eval {
   }
 
   FUSE_HD index_t general_offset(const index_t* x) const {
-    index_t c[node_rank > 0 ? node_rank : 1];
-    if constexpr (may_be_general) map.apply(x, c);
-    index_t o = 0;
-    for (std::size_t d = 0; d < node_rank; ++d) o += c[d] * node_stride[d];
-    return o;
+    if constexpr (may_be_general) return gen.offset(x);
+    else return 0;
   }
   FUSE_HD compute_type at(const index_t* x) const {
     if (!may_be_general || folded) {
@@ -164,7 +318,7 @@ leaf_eval<T, Q, Map> make_leaf(const T* data, const index_array<Map::out_rank>& 
     e.base = data + f.offset;
     e.stride = f.stride;
   } else {
-    if constexpr (leaf_eval<T, Q, Map>::may_be_general) e.map = m;
+    if constexpr (leaf_eval<T, Q, Map>::may_be_general) e.gen = general_form<Map>::make(m, strides, 0);
   }
   return e;
 }
