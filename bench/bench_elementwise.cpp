@@ -9,11 +9,14 @@
 //                            than any op-by-op runtime, shown for completeness)
 //   gate_chain/eigen/N       the same expression on Eigen arrays (Eigen fuses it into one loop too)
 //   gate_chain/floor/N       a plain loop that reads the three inputs and writes one output
-//                            with no math: the bandwidth floor
+//                            with no math: the bandwidth floor of plain stores
+//   gate_chain/floor_nt/N    the same loop with streaming (non-temporal) stores: the true
+//                            bandwidth floor at 2^24, which the fused loop approaches
 // Single thread. ./scripts/bench prints the ratios.
 #include <benchmark/benchmark.h>
 
 #include <Eigen/Core>
+#include <immintrin.h>
 #include <random>
 
 #include <fuse/fuse.hpp>
@@ -104,6 +107,33 @@ void gate_floor(benchmark::State& state) {
   finish(state, n);
 }
 
+void gate_floor_nt(benchmark::State& state) {
+  const auto n = static_cast<fuse::index_t>(state.range(0));
+  gate_inputs in(n);
+  const float* a = in.a.data();
+  const float* b = in.b.data();
+  const float* c = in.c.data();
+  float* o = in.out.data();  // fuse::tensor storage is 64-byte aligned; n is a multiple of 16
+  for (auto _ : state) {
+#if defined(__AVX512F__)
+    for (fuse::index_t i = 0; i < n; i += 16)
+      _mm512_stream_ps(o + i, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)),
+                                            _mm512_loadu_ps(c + i)));
+#elif defined(__AVX__)
+    for (fuse::index_t i = 0; i < n; i += 8)
+      _mm256_stream_ps(o + i, _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)),
+                                            _mm256_loadu_ps(c + i)));
+#else
+    for (fuse::index_t i = 0; i < n; i += 4)
+      _mm_stream_ps(o + i, _mm_add_ps(_mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)), _mm_loadu_ps(c + i)));
+#endif
+    _mm_sfence();
+    benchmark::DoNotOptimize(o);
+    benchmark::ClobberMemory();
+  }
+  finish(state, n);
+}
+
 constexpr int64_t dram = int64_t{1} << 24;
 constexpr int64_t cached = int64_t{1} << 15;
 
@@ -115,3 +145,4 @@ BENCHMARK(gate_unfused<fuse::streaming_stores::off>)->Name("gate_chain/unfused")
 BENCHMARK(gate_unfused<fuse::streaming_stores::automatic>)->Name("gate_chain/unfused_nt")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_eigen)->Name("gate_chain/eigen")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_floor)->Name("gate_chain/floor")->Arg(dram)->Arg(cached)->UseRealTime();
+BENCHMARK(gate_floor_nt)->Name("gate_chain/floor_nt")->Arg(dram)->Arg(cached)->UseRealTime();

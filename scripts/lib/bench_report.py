@@ -20,7 +20,7 @@ from collections import OrderedDict
 
 FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast"]
 ANCHORS = ["unfused", "unfused_nt", "eigen", "openblas", "tvm"]
-FLOORS = ["floor"]
+FLOORS = ["floor", "floor_nt"]
 KNOWN = set(FUSE_VARIANTS + ANCHORS + FLOORS)
 
 

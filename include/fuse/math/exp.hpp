@@ -8,6 +8,7 @@
 
 #include <fuse/math/mode.hpp>
 #include <fuse/math/prims.hpp>
+#include <fuse/math/table.hpp>
 
 namespace fuse::math {
 namespace detail {
@@ -30,6 +31,18 @@ inline constexpr float expq1 = 0x1.5554b0p-3f;
 inline constexpr float expq2 = 0x1.555678p-5f;
 inline constexpr float expq3 = 0x1.122764p-7f;
 inline constexpr float expq4 = 0x1.6bec16p-10f;
+
+// exp: x = (n + j/16) ln2 + r with |r| <= ln2/32, e^x = 2^n 2^(j/16) (1 + t), t = r + r^2 Q(r),
+// Q of degree 1 (relative error of 1 + t: 2^-28.7). Adding this shifter rounds x log2(e) to a
+// sixteenth and leaves 16 (n + j/16) in the low mantissa bits: j is the low 4 bits (lookup16).
+inline constexpr float exp16_shifter = 0x1.8p19f;
+inline constexpr float exp16_q0 = 0x1.00028ap-1f;
+inline constexpr float exp16_q1 = 0x1.555768p-3f;
+// 2^(j/16), rounded (relative error <= 0.8 * 2^-24).
+FUSE_MATH_TABLE(exp2_16_table, 1,
+  {
+   {0x1.p+0f, 0x1.0b5586p+0f, 0x1.172b84p+0f, 0x1.2387a6p+0f, 0x1.306fe0p+0f, 0x1.3dea64p+0f, 0x1.4bfdaep+0f, 0x1.5ab07ep+0f, 0x1.6a09e6p+0f, 0x1.7a1148p+0f, 0x1.8ace54p+0f, 0x1.9c4918p+0f, 0x1.ae89fap+0f, 0x1.c199bep+0f, 0x1.d5818ep+0f, 0x1.ea4afap+0f},
+  })
 
 /// x = n*ln2 + r. k = n + round_shifter carries n in its low bits (for pow2_from_shifted).
 template <class V>
@@ -76,9 +89,18 @@ FUSE_HD FUSE_FORCE_INLINE V exp(V x) noexcept {
   using P = prims<V>;
   // Beyond [-104, 89] the result is 0 or inf; clamping keeps the reduction finite. x is
   // the second operand so NaN passes through.
-  x = P::min(V(89.0f), P::max(V(-104.0f), x));
-  const auto red = detail::reduce_exp(x);
-  return P::scale(detail::exp_reduced(red.r), red.n);
+  // x = m ln2 + r with m = n + j/16 a multiple of 1/16 and |r| <= ln2/32. x is not clamped:
+  // up to |x| = 7e5 the reduction is exact and scale() over- or underflows correctly; beyond,
+  // and for +-inf (r = NaN), clamping r keeps 1 + t positive and finite, so that 2^m gives
+  // inf or +0; a NaN x makes m NaN, which scale() returns.
+  const V k = P::fma(x, V(detail::log2_e), V(detail::exp16_shifter));
+  const V m = k - V(detail::exp16_shifter);
+  V r = P::fma(m, V(-detail::ln2_hi), x);
+  r = P::clamp_sym(P::fma(m, V(-detail::ln2_lo), r), 0.03125f);
+  const V t = P::fma(r * r, P::fma(V(detail::exp16_q1), r, V(detail::exp16_q0)), r);
+  // 2^(j/16) (1 + t), rounded once, then scaled by 2^floor(m) = 2^n (vscalefps floors m).
+  const V c = P::lookup16(FUSE_MATH_TABLE_REF(detail::exp2_16_table)[0], k);
+  return P::scale(P::fma(c, t, c), m);
 }
 
 /// e^x - 1: relative accuracy near 0 (x itself below 2^-25), -1 below x = -17.4, +inf past

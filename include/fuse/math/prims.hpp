@@ -90,6 +90,10 @@ struct prims<float> {
   /// end with or_sign_nan, or route it through a path that propagates it.
   FUSE_HD static FUSE_FORCE_INLINE float abs_clamp(float x, float c) noexcept { return min(c, abs(x)); }
 
+  /// x clamped to [-c, c] (c > 0), keeping its sign; a quiet NaN x gives c with the sign of x
+  /// (AVX-512: one vrangeps).
+  FUSE_HD static FUSE_FORCE_INLINE float clamp_sym(float x, float c) noexcept { return or_sign(min(abs(x), c), x); }
+
   /// x itself when x is NaN, else mag (sign bit clear) with the sign of x.
   FUSE_HD static FUSE_FORCE_INLINE float or_sign_nan(float mag, float x) noexcept {
     return is_nan(x) ? x : or_sign(mag, x);
@@ -101,20 +105,32 @@ struct prims<float> {
     return row[detail::bits_of(k) & 15u];
   }
 
+  /// The bit pattern of x shifted right by n places, as a float (for lookup16: an index taken
+  /// from x's exponent and leading mantissa bits).
+  FUSE_HD static FUSE_FORCE_INLINE float shift_bits_right(float x, int n) noexcept {
+    return detail::float_from_bits(detail::bits_of(x) >> n);
+  }
+
+  /// m ? a - b : b, in one masked instruction where the target has one.
+  FUSE_HD static FUSE_FORCE_INLINE float sub_where(bool m, float a, float b) noexcept { return m ? a - b : b; }
+
   /// 2^n, exactly, for k = n + detail::round_shifter with integral n in [-126, 127] (and +inf
   /// for n = 128).
   FUSE_HD static FUSE_FORCE_INLINE float pow2_from_shifted(float k) noexcept {
     return detail::float_from_bits((detail::bits_of(k) << 23) + 0x3f800000u);
   }
 
-  /// p * 2^n with a single rounding (subnormal and overflowing results rounded correctly), for
-  /// integral n of any magnitude and |p| in [2^-24, 2^24] or p in {0, inf, NaN}. NaN n gives NaN.
+  /// p * 2^floor(n) with a single rounding (subnormal and overflowing results rounded
+  /// correctly), for n of any magnitude and |p| in [2^-24, 2^24] or p in {0, inf, NaN}. NaN n
+  /// gives NaN. (vscalefps floors n too.)
   FUSE_HD static FUSE_FORCE_INLINE float scale(float p, float n) noexcept {
     if (is_nan(n)) return p + n;
     // Beyond +-200 every allowed p over- or underflows anyway. The first factor then keeps
     // p * 2^(n/2) normal and exact (|n/2| <= 100), so the second multiplication is the only
     // rounding.
-    const int ni = static_cast<int>(min(200.0f, max(-200.0f, n)));
+    const float nc = min(200.0f, max(-200.0f, n));
+    const int nt = static_cast<int>(nc);
+    const int ni = nt - (static_cast<float>(nt) > nc ? 1 : 0);  // floor
     const int lo = ni >> 1;
     const int hi = ni - lo;
     const float p_half = p * detail::float_from_bits(static_cast<std::uint32_t>(lo + 127) << 23);

@@ -77,4 +77,37 @@ FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, fl
   }
 }
 
+/// A reference-point table (rows t, c0, c1, ..., cd): interval j holds p_j(u) ~ f(t_j + u) with
+/// u = a - t_j. Each t_j is a float near the interval, chosen (tools/fit_math.py) so that f(t_j)
+/// is a float to within 2^-11 of an ulp: c0 = f(t_j) needs no second float, and u is exact
+/// (t_j lies within a factor 2 of every a of its interval). `k` holds the index in the low 4
+/// bits of its bit pattern (lookup16).
+template <class V>
+struct table_point {
+  V k, u;
+};
+
+template <class V>
+FUSE_HD FUSE_FORCE_INLINE table_point<V> table_reduce(const float (*t)[16], V a, V k) noexcept {
+  return {k, a - prims<V>::lookup16(t[0], k)};
+}
+
+/// c2 + c3 u + ... + cd u^(d-2) by Estrin's scheme, with u2 = u^2 (rows c0.. start at t[1]).
+template <int Deg, class V>
+FUSE_HD FUSE_FORCE_INLINE V table_tail(const float (*t)[16], V k, V u, V u2) noexcept {
+  static_assert(Deg >= 4 && Deg <= 7, "table_tail: Estrin is spelled out for degrees 4 to 7");
+  using P = prims<V>;
+  const auto c = [&](int i) { return P::lookup16(t[i + 1], k); };
+  const V p23 = P::fma(c(3), u, c(2));
+  if constexpr (Deg == 4) {
+    return P::fma(u2, c(4), p23);
+  } else if constexpr (Deg == 5) {
+    return P::fma(u2, P::fma(c(5), u, c(4)), p23);
+  } else if constexpr (Deg == 6) {
+    return P::fma(u2, P::fma(u2, c(6), P::fma(c(5), u, c(4))), p23);
+  } else {
+    return P::fma(u2, P::fma(u2, P::fma(c(7), u, c(6)), P::fma(c(5), u, c(4))), p23);
+  }
+}
+
 }  // namespace fuse::math::detail

@@ -14,18 +14,21 @@
 namespace fuse::math {
 namespace detail {
 
-// tanh.hpp: tanh(j*0.625 + u), |u| <= 0.3125; worst interval: relative error 2^-27.5
-FUSE_MATH_TABLE(tanh_table, 9,
+// tanh.hpp: tanh(t_j + u) on the 16 intervals of |x| + 5/8 cut at its exponent and first two
+// mantissa bits (widths 1/8 near 0 up to 2 near 9); degree 5.
+// The clamp: the first float where tanh rounds to 1 (the last interval is fitted to
+// tanh + 2^-30 so that it rounds to exactly 1 there).
+inline constexpr float tanh_saturation = 0x1.205968p+3f;
+inline constexpr float tanh_grid_offset = 0.625f;
+FUSE_MATH_TABLE(tanh_table, 7,
   {
-   {0.0f, 0x1.1bf47ep-1f, 0x1.b2523cp-1f, 0x1.e8789ep-1f, 0x1.f92582p-1f, 0x1.fe06ecp-1f, 0x1.ff6f18p-1f, 0x1.ffd678p-1f, 0x1.fff41ap-1f, 0x1.fffc98p-1f, 0x1.ffff06p-1f, 0x1.ffffb8p-1f, 0x1.ffffecp-1f, 0x1.fffffap-1f, 0x1.fffffep-1f, 0x1.p+0f},  // c0_hi
-   {0.0f, 0x1.808d42p-26f, -0x1.1c0de0p-27f, 0x1.96bc44p-26f, 0x1.83fe8ap-27f, -0x1.f28990p-26f, -0x1.62961ap-27f, -0x1.e6139cp-27f, -0x1.32e1f8p-26f, -0x1.c98746p-26f, -0x1.72cda6p-29f, 0x1.6404a6p-27f, -0x1.0eb86ep-26f, 0x1.e5052ep-29f, 0x1.427460p-27f, -0x1.ee6086p-27f},  // c0_lo
-   {0x1.p+0f, 0x1.6284c4p-1f, 0x1.1f2512p-2f, 0x1.6fcfa8p-4f, 0x1.b3afe2p-6f, 0x1.f81bd8p-8f, 0x1.21a7aep-9f, 0x1.4c3652p-11f, 0x1.7ccec2p-13f, 0x1.b470eep-15f, 0x1.f42de0p-17f, 0x1.1e9be8p-18f, 0x1.4875bcp-20f, 0x1.786beap-22f, 0x1.af62e8p-24f, 0x1.ee6086p-26f},  // c1
-   {-0x1.0dd066p-22f, -0x1.893b92p-2f, -0x1.e72936p-3f, -0x1.5ee86ap-4f, -0x1.addadcp-6f, -0x1.f62a9ap-8f, -0x1.2155c0p-9f, -0x1.4c1b6ep-11f, -0x1.7cc5fap-13f, -0x1.b46e1cp-15f, -0x1.f42d04p-17f, -0x1.1e9bcep-18f, -0x1.4875c0p-20f, -0x1.786bf8p-22f, -0x1.af62fcp-24f, -0x1.ee609ep-26f},  // c2
-   {-0x1.555210p-2f, -0x1.2434b2p-6f, 0x1.bba55ep-4f, 0x1.a85b40p-5f, 0x1.16df2ep-6f, 0x1.4c31e4p-8f, 0x1.80ed38p-10f, 0x1.ba8764p-12f, 0x1.fb9b06p-14f, 0x1.22f030p-15f, 0x1.4d7210p-17f, 0x1.7e24a6p-19f, 0x1.b5f230p-21f, 0x1.f5e53cp-23f, 0x1.1f9750p-24f, 0x1.4995bcp-26f},  // c3
-   {-0x1.e111f6p-13f, 0x1.1a7fd0p-3f, -0x1.9c1516p-7f, -0x1.55f5e8p-6f, -0x1.07b96ep-7f, -0x1.47082ep-9f, -0x1.7f2f1ep-11f, -0x1.b9eb30p-13f, -0x1.fb5cfcp-15f, -0x1.22dfdep-16f, -0x1.4d65acp-18f, -0x1.7e1884p-20f, -0x1.b5e4f8p-22f, -0x1.f5d64ep-24f, -0x1.1f8ecap-25f, -0x1.498bfcp-27f},  // c4
-   {0x1.15198ep-3f, -0x1.c2b50cp-5f, -0x1.3b19f8p-6f, 0x1.2ff52ap-8f, 0x1.7698ccp-9f, 0x1.faede2p-11f, 0x1.2fd4e6p-12f, 0x1.60a432p-14f, 0x1.959944p-16f, 0x1.d14e30p-18f, 0x1.0ab41cp-19f, 0x1.31ac60p-21f, 0x1.5e50e8p-23f, 0x1.9178c2p-25f, 0x1.cc185ep-27f, 0x1.07a39cp-28f},  // c5
-   {-0x1.0f0d16p-7f, -0x1.94888ap-6f, 0x1.eb8836p-7f, 0x1.8c1fd0p-11f, -0x1.751db4p-11f, -0x1.3f0232p-12f, -0x1.92e076p-14f, -0x1.da373ap-16f, -0x1.11cc02p-17f, -0x1.3a74d0p-19f, -0x1.6898a6p-21f, -0x1.9d52d6p-23f, -0x1.d9b36ap-25f, -0x1.0f7068p-26f, -0x1.371360p-28f, -0x1.647fc8p-30f},  // c6
-   {-0x1.421932p-5f, 0x1.caa83ap-6f, -0x1.15afe4p-8f, -0x1.440f40p-10f, 0x1.2c3be4p-14f, 0x1.395c0ap-14f, 0x1.bae8b6p-16f, 0x1.0c0046p-17f, 0x1.37d7eap-19f, 0x1.66edc6p-21f, 0x1.9bd944p-23f, 0x1.d82760p-25f, 0x1.0e937ep-26f, 0x1.36182ep-28f, 0x1.63608ep-30f, 0x1.974520p-32f},  // c7
+   {0x1.9fff10p+0f, 0x1.0ffa5ep+1f, 0x1.4fff60p+1f, 0x1.900638p+1f, 0x1.effefap+1f, 0x1.3803e6p+2f, 0x1.77f758p+2f, 0x1.b7d874p+2f, 0x1.0399bcp+3f, 0.0f, 0x1.800092p-3f, 0x1.3ffd5cp-2f, 0x1.ffffd8p-2f, 0x1.7ffcb6p-1f, 0x1.000d0ep+0f, 0x1.40015ep+0f},  // t
+   {0x1.d9c6b6p-1f, 0x1.f1980ep-1f, 0x1.faa786p-1f, 0x1.fe071cp-1f, 0x1.ff8f20p-1f, 0x1.fff0bap-1f, 0x1.fffdeep-1f, 0x1.ffffb8p-1f, 0x1.fffffap-1f, 0.0f, 0x1.7b9086p-3f, 0x1.35f724p-2f, 0x1.d9351ep-2f, 0x1.453048p-1f, 0x1.85faa2p-1f, 0x1.b25300p-1f},  // c0
+   {0x1.266022p-3f, 0x1.c681f6p-5f, 0x1.54554ep-6f, 0x1.f7eb1cp-8f, 0x1.c35172p-10f, 0x1.e8bc6ep-13f, 0x1.090148p-15f, 0x1.2000d8p-18f, 0x1.819ca4p-22f, 0x1.p+0f, 0x1.ee69d6p-1f, 0x1.d1162ep-1f, 0x1.92a958p-1f, 0x1.317630p-1f, 0x1.adec5ap-2f, 0x1.1f2278p-2f},  // c1
+   {-0x1.1069d0p-3f, -0x1.b9b640p-5f, -0x1.50c326p-6f, -0x1.f5f19cp-8f, -0x1.c260d4p-10f, -0x1.e810c6p-13f, -0x1.08aa04p-15f, -0x1.1f9bdep-18f, -0x1.7ebbaap-22f, 0x1.ddf550p-22f, -0x1.6e86b4p-3f, -0x1.199042p-2f, -0x1.7425d4p-2f, -0x1.8404a0p-2f, -0x1.47770cp-2f, -0x1.e7265ep-3f},  // c2
+   {0x1.33ee96p-4f, 0x1.15cc7ep-5f, 0x1.b79facp-7f, 0x1.4c0c70p-8f, 0x1.2bb8b2p-10f, 0x1.4544d6p-13f, 0x1.60ddf2p-16f, 0x1.7f9088p-19f, 0x1.040228p-22f, -0x1.555c30p-2f, -0x1.27a58ap-2f, -0x1.c1a926p-3f, -0x1.81f004p-4f, 0x1.565fa4p-5f, 0x1.a875a0p-4f, 0x1.bba514p-4f},  // c3
+   {-0x1.973c0ap-6f, -0x1.ec7df0p-7f, -0x1.a8b0e4p-8f, -0x1.4a616ap-9f, -0x1.38e724p-11f, -0x1.54ec16p-14f, -0x1.720fd2p-17f, -0x1.929904p-20f, -0x1.203586p-23f, 0x1.0d5420p-11f, 0x1.ce33d0p-4f, 0x1.4304c0p-3f, 0x1.4f0528p-3f, 0x1.9884c8p-4f, 0x1.cbfb1cp-6f, -0x1.91bb42p-7f},  // c4
+   {0x1.206ba8p-10f, 0x1.23c94ep-8f, 0x1.354b3ep-9f, 0x1.ffb104p-11f, 0x1.f073a4p-13f, 0x1.1070c4p-15f, 0x1.2786b4p-18f, 0x1.402f24p-21f, 0x1.8c5818p-25f, 0x1.09ea12p-3f, 0x1.8dfcd8p-4f, 0x1.78909ap-5f, -0x1.a408bep-6f, -0x1.03a30ap-4f, -0x1.7b71d2p-5f, -0x1.3d75fep-6f},  // c5
   })
 
 }  // namespace detail
@@ -44,9 +47,16 @@ FUSE_HD FUSE_FORCE_INLINE V tanh(V x) noexcept {
     const V den = horner(z, 0x1.p+0f, 0x1.de49a4p-2f, 0x1.a77b9ep-6f, 0x1.573040p-12f, 0x1.9d9a08p-21f);
     return P::max(V(-1.0f), P::min(V(1.0f), (xc * num) / den));
   } else {
-    const V a = P::abs_clamp(x, 9.1f);
-    const auto p = detail::piecewise<7>(FUSE_MATH_TABLE_REF(detail::tanh_table), a, 0.625f, 1.6f);
-    return P::or_sign_nan(p.sum(), x);
+    // Interval j of a = |x| is picked by the exponent and first two mantissa bits of a + 5/8.
+    const V a = P::abs_clamp(x, detail::tanh_saturation);
+    const V k = P::shift_bits_right(a + V(detail::tanh_grid_offset), 21);
+    const auto& t = FUSE_MATH_TABLE_REF(detail::tanh_table);
+    const auto r = detail::table_reduce(t, a, k);
+    const V u = r.u;
+    const auto c = [&](int i) { return P::lookup16(t[i + 1], k); };
+    // c0 + u (c1 + u R): one rounding of the whole result after an exact c0.
+    const V q = P::fma(u, P::fma(u, P::fma(u, P::fma(c(5), u, c(4)), c(3)), c(2)), c(1));
+    return P::or_sign_nan(P::fma(u, q, P::lookup16(t[1], k)), x);
   }
 }
 

@@ -82,6 +82,14 @@ struct prims<xsimd::batch<float, A>> {
     return min(V(c), abs(x));
   }
 
+  static FUSE_FORCE_INLINE V clamp_sym(V x, float c) noexcept {
+#if defined(__AVX512DQ__)
+    // min(|x|, c) with the sign of x, in one instruction (a quiet NaN x gives c with its sign).
+    if constexpr (is512) return _mm512_mask_range_ps(x, all16, x, _mm512_set1_ps(c), 0b0010);
+#endif
+    return or_sign(min(abs(x), V(c)), x);
+  }
+
   static FUSE_FORCE_INLINE V or_sign_nan(V mag, V x) noexcept {
     if constexpr (is512) {
       // One merge-masked bitwise select: x's sign bit over mag in ordered lanes; NaN lanes are
@@ -119,6 +127,26 @@ struct prims<xsimd::batch<float, A>> {
     }
   }
 
+  static FUSE_FORCE_INLINE V shift_bits_right(V x, int n) noexcept {
+    if constexpr (is512) {
+      const __m512i xb = _mm512_castps_si512(x);
+      return _mm512_castsi512_ps(_mm512_mask_srli_epi32(xb, all16, xb, static_cast<unsigned>(n)));
+    } else if constexpr (is256) {
+#if defined(__AVX2__)
+      return _mm256_castsi256_ps(_mm256_srli_epi32(_mm256_castps_si256(x), n));
+#else
+      return xsimd::bitwise_cast<V>(xsimd::bitwise_cast<I>(x) >> n);  // only the low bits are used
+#endif
+    } else {
+      return _mm_castsi128_ps(_mm_srli_epi32(_mm_castps_si128(x), n));
+    }
+  }
+
+  static FUSE_FORCE_INLINE V sub_where(mask m, V a, V b) noexcept {
+    if constexpr (is512) return _mm512_mask_sub_ps(b, m, a, b);
+    else return xsimd::select(m, a - b, b);
+  }
+
   static FUSE_FORCE_INLINE V pow2_from_shifted(V k) noexcept {
     if constexpr (is512) {
       const __m512i kb = _mm512_castps_si512(k);
@@ -141,8 +169,8 @@ struct prims<xsimd::batch<float, A>> {
     }
 #else
     else {
-      // Two exact-then-rounding multiplications, as the scalar version does.
-      const I ni = xsimd::batch_cast<std::int32_t>(min(V(200.0f), max(V(-200.0f), n)));
+      // Two exact-then-rounding multiplications, as the scalar version does (n floored).
+      const I ni = xsimd::batch_cast<std::int32_t>(xsimd::floor(min(V(200.0f), max(V(-200.0f), n))));
       const I lo = ni >> 1;
       const I hi = ni - lo;
       const V p_half = p * xsimd::bitwise_cast<V>((lo + I(127)) << 23);
