@@ -4,7 +4,8 @@
 // Interval j holds p_j(u) ~ f(j*w + u), |u| <= w/2, as rows c0_hi, c0_lo, c1, ..., cd of a
 // [rows][16] table: one AVX-512 vpermps fetches a coefficient for 16 lanes at once, so a table
 // costs about what a polynomial of the same degree costs, with none of the exp/divide chain the
-// closed forms need. The coefficients come from tools/fit_math.py.
+// closed forms need. The coefficients come from tools/fit_math.py (centred tables) and
+// tools/fit_math_tables.py (reference-point tables).
 //
 // Evaluation keeps the rounding error below half an ulp of the result plus a little:
 //   p = c0_hi + small,   small = u^2 R(u) + (c1 u + c0_lo),   R = c2 + c3 u + ... (Estrin)
@@ -78,8 +79,8 @@ FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, fl
 }
 
 /// A reference-point table (rows t, c0, c1, ..., cd): interval j holds p_j(u) ~ f(t_j + u) with
-/// u = a - t_j. Each t_j is a float near the interval, chosen (tools/fit_math.py) so that f(t_j)
-/// is a float to within 2^-11 of an ulp: c0 = f(t_j) needs no second float, and u is exact
+/// u = a - t_j. Each t_j is a float near the interval, chosen (tools/fit_math_tables.py) so that
+/// f(t_j) is a float to within 2^-11 of an ulp: c0 = f(t_j) needs no second float, and u is exact
 /// (t_j lies within a factor 2 of every a of its interval). `k` holds the index in the low 4
 /// bits of its bit pattern (lookup16).
 template <class V>
