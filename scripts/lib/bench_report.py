@@ -56,6 +56,14 @@ def load(files):
                 measured = b["real_time"] if b["name"].endswith("/real_time") else b["cpu_time"]
                 items = b["items_per_second"] * measured * scale / 1e9
                 per_item[(group, variant)] = g[variant] / items
+    # Random interleaving scrambles the order of runs in the JSON: put groups in a stable order
+    # (by name, numbers compared as numbers) and each group's variants in the order of the lists
+    # above.
+    def natural(key):
+        return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in key.split("/")]
+    rank = {v: i for i, v in enumerate(FUSE_VARIANTS + ANCHORS + FLOORS)}
+    groups = OrderedDict((k, OrderedDict(sorted(groups[k].items(), key=lambda kv: rank[kv[0]])))
+                         for k in sorted(groups, key=natural))
     return groups, per_item, context
 
 
