@@ -20,6 +20,7 @@
 
 #include "fuse/core/tensor.hpp"
 #include "fuse/expr/elementwise.hpp"
+#include "fuse/expr/contract.hpp"
 #include "fuse/expr/reduce.hpp"
 #include "fuse/expr/views.hpp"
 
@@ -227,6 +228,45 @@ std::vector<double> row_values(const C& c, const index_t* x, index_t axis) {
   return v;
 }
 
+/// One element of a contraction: the sum over k in double (float) or int64 wrapped to the
+/// result dtype (integers).
+template <contract_kind K, class A, class B, class Out, std::size_t R>
+ref_t<Out> contract_at(const contract_expr<K, A, B, Out, R>& e, const index_t* x) {
+  index_t ya[A::rank > 0 ? A::rank : 1] = {};
+  index_t yb[2 + (K == contract_kind::batch_matmul)] = {};
+  index_t ka = 0, kb = 0;  // where k goes in ya and yb
+  if constexpr (K == contract_kind::batch_matmul) {
+    ya[0] = e.batch_a == 1 ? 0 : x[0];
+    yb[0] = e.batch_b == 1 ? 0 : x[0];
+    ya[e.trans_a ? 2 : 1] = x[1];
+    ka = e.trans_a ? 1 : 2;
+    yb[e.trans_b ? 1 : 2] = x[2];
+    kb = e.trans_b ? 2 : 1;
+  } else {
+    if (e.trans_a) {
+      ya[1] = x[0];
+      ka = 0;
+    } else {
+      for (std::size_t d = 0; d + 1 < A::rank; ++d) ya[d] = x[d];
+      ka = static_cast<index_t>(A::rank) - 1;
+    }
+    yb[e.trans_b ? 0 : 1] = x[R - 1];
+    kb = e.trans_b ? 1 : 0;
+  }
+  double fs = 0;
+  std::int64_t is = 0;
+  for (index_t k = 0; k < e.k; ++k) {
+    ya[ka] = k;
+    yb[kb] = k;
+    const auto va = at(e.a, ya);
+    const auto vb = at(e.b, yb);
+    if constexpr (is_floating_dtype<Out>) fs += static_cast<double>(va) * static_cast<double>(vb);
+    else is += static_cast<std::int64_t>(va) * static_cast<std::int64_t>(vb);
+  }
+  if constexpr (is_floating_dtype<Out>) return round_to<Out>(fs);
+  else return static_cast<std::int64_t>(static_cast<Out>(static_cast<std::make_unsigned_t<Out>>(is)));
+}
+
 template <class E>
 ref_t<typename E::value_type> at(const E& e, const index_t* x) {
   using T = typename E::value_type;
@@ -285,6 +325,8 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
     y[a] = i;
     for (std::size_t d = a + 1; d < D::rank; ++d) y[d] = x[d - 1 + I::rank];
     return at(e.data, y);
+  } else if constexpr (is_contract_expr<E>::value) {
+    return contract_at(e, x);
   } else if constexpr (requires { e.reduced; }) {
     return reduce_at(e, x);
   } else if constexpr (requires { e.gamma; }) {

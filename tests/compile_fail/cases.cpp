@@ -60,6 +60,19 @@ int main() {
 #elif defined(FUSE_CASE_CONCAT_OF_COPIES)
   auto c = fuse::concatenate(std::tuple(d, d), 0);  // the tuple's copies die with it
   (void)c;
+#elif defined(FUSE_CASE_DENSE_STATIC_K)
+  fuse::tensor<float, fuse::fixed<30, 12>> w;
+  auto y = fuse::dense(a, w);  // a is (2, 3): K = 3 against 12
+  (void)y;
+#elif defined(FUSE_CASE_BATCH_MATMUL_STATIC_BATCH)
+  fuse::tensor<float, fuse::fixed<3, 4, 5>> q;
+  fuse::tensor<float, fuse::fixed<2, 6, 5>> k;
+  auto y = fuse::batch_matmul<false, true>(q, k);  // batches 3 and 2
+  (void)y;
+#elif defined(FUSE_CASE_CONTRACT_DTYPES)
+  fuse::tensor<std::int8_t, 2> x({2, 3});
+  auto y = fuse::dense(x, a);  // int8 x float
+  (void)y;
 #endif
   return 0;
 }

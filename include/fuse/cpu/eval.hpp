@@ -475,4 +475,5 @@ struct context {
 
 }  // namespace fuse
 
+#include "fuse/cpu/contract.hpp"
 #include "fuse/cpu/reduce.hpp"
