@@ -19,8 +19,7 @@ tolerance gemm_tol(index_t k) { return {1e-6, 4e-7 * static_cast<double>(k + 1)}
 
 template <class E>
 void check(const E& e, tolerance tol, const char* what, double ulps = 0) {
-  auto out = materialize(e);
-  expect_matches(out, reference(e), tol, ulps, what);
+  test::expect_matches_reference(e, tol, ulps, what);
 }
 
 }  // namespace

@@ -13,8 +13,7 @@ namespace {
 
 template <class E>
 void check(const E& e, tolerance tol, double ulps, const char* what) {
-  auto out = materialize(e);
-  expect_matches(out, reference(e), tol, ulps, what);
+  test::expect_matches_reference(e, tol, ulps, what);
 }
 
 template <class T>

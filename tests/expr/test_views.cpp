@@ -13,13 +13,11 @@ using fuse::test::expect_matches;
 namespace {
 
 
-/// Evaluates e into a fresh tensor and checks it against the reference.
 /// Evaluates e into a fresh tensor and checks it against the reference; `abs` allows for the
 /// float32 rounding of terms that cancel.
 template <class E>
 void check(const E& e, double max_ulps = 2, const char* what = "", double abs = 0) {
-  auto out = materialize(e);
-  expect_matches(out, reference(e), {0, abs}, max_ulps, what);
+  test::expect_matches_reference(e, {0, abs}, max_ulps, what);
 }
 
 std::string message_of(auto&& f) {

@@ -151,4 +151,10 @@ void expect_matches(const Got& got, const Ref& ref, tolerance tol = {}, double m
   CHECK(bad == 0);
 }
 
+/// Evaluates e into a fresh tensor with fuse::eval and compares it with fuse::reference(e).
+template <class E>
+void expect_matches_reference(const E& e, tolerance tol, double max_ulps, const char* what) {
+  expect_matches(materialize(e), reference(e), tol, max_ulps, what);
+}
+
 }  // namespace fuse::test

@@ -55,6 +55,23 @@ void byte_range(const void* base, const index_array<Q>& ext, const index_t* stri
 
 // ---- leaves ------------------------------------------------------------------------------------------------
 
+/// offset0 + the leaf offset of iteration point x under any index map (the general form's
+/// address), and the run along a row from x.
+template <class Map, std::size_t R>
+FUSE_HD index_t mapped_offset(const Map& map, const index_array<R>& stride, index_t offset0, const index_t* x) {
+  index_t c[R > 0 ? R : 1];
+  map.apply(x, c);
+  index_t o = offset0;
+  for (std::size_t d = 0; d < R; ++d) o += c[d] * stride[d];
+  return o;
+}
+template <class Map, std::size_t R>
+FUSE_HD run mapped_row(const Map& map, const index_array<R>& stride, index_t offset0, const index_t* x) {
+  run r = row_run(map, stride, x);
+  r.offset += offset0;
+  return r;
+}
+
 /// How a leaf whose map did not fold finds its elements: offset = map(x) . stride + offset0.
 template <class Map, std::size_t R = Map::out_rank>
 struct general_form {
@@ -63,18 +80,8 @@ struct general_form {
   index_t offset0 = 0;
 
   static general_form make(const Map& m, const index_array<R>& s, index_t off) { return {m, s, off}; }
-  FUSE_HD index_t offset(const index_t* x) const {
-    index_t c[R > 0 ? R : 1];
-    map.apply(x, c);
-    index_t o = offset0;
-    for (std::size_t d = 0; d < R; ++d) o += c[d] * stride[d];
-    return o;
-  }
-  FUSE_HD run row(const index_t* x) const {
-    run r = row_run(map, stride, x);
-    r.offset += offset0;
-    return r;
-  }
+  FUSE_HD index_t offset(const index_t* x) const { return mapped_offset(map, stride, offset0, x); }
+  FUSE_HD run row(const index_t* x) const { return mapped_row(map, stride, offset0, x); }
 };
 
 /// One reshape after an affine map, the common unfoldable case (reshape of a transposed view):
@@ -197,19 +204,9 @@ struct general_form<reshape_map<P, Rm, Rc, R>, R> {
     return g;
   }
   FUSE_HD index_t offset(const index_t* x) const {
-    if (reduced) return inner.offset(x);
-    index_t c[R > 0 ? R : 1];
-    map.apply(x, c);
-    index_t o = offset0;
-    for (std::size_t d = 0; d < R; ++d) o += c[d] * stride[d];
-    return o;
+    return reduced ? inner.offset(x) : mapped_offset(map, stride, offset0, x);
   }
-  FUSE_HD run row(const index_t* x) const {
-    if (reduced) return inner.row(x);
-    run r = row_run(map, stride, x);
-    r.offset += offset0;
-    return r;
-  }
+  FUSE_HD run row(const index_t* x) const { return reduced ? inner.row(x) : mapped_row(map, stride, offset0, x); }
 };
 
 /// A tensor_view leaf under index map Map (iteration space -> the view's coordinates).

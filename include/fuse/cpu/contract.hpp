@@ -8,48 +8,13 @@
 #include <cstdint>
 #include <optional>
 
+#include "fuse/bind/evaluators.hpp"
 #include "fuse/cpu/gemm.hpp"
 #include "fuse/expr/contract.hpp"
 
 namespace fuse::cpu {
 
 namespace detail {
-
-/// An operand's elements in memory: the operand's own view, or a buffer holding its values.
-template <class E>
-struct operand_memory {
-  using T = typename E::value_type;
-  static constexpr std::size_t R = E::rank;
-  std::optional<tensor<T, static_cast<int>(R)>> owned;
-  const T* data = nullptr;
-  index_array<R> ext{}, str{};
-
-  template <class Mode>
-  explicit operand_memory(const E& e, Mode) {
-    if constexpr (is_tensor_view<E>::value) {
-      data = e.data();
-      str = e.strides();
-    } else {
-      owned.emplace(dynamic_shape<R>(e.shape()));
-      fuse::detail::eval_one(*owned, e, Mode{});
-      data = owned->data();
-      str = owned->strides();
-    }
-    ext = e.shape().array();
-  }
-  /// Byte range touched (for overlap checks).
-  std::pair<const char*, const char*> range() const {
-    const T* lo = data;
-    const T* hi = data;
-    for (std::size_t d = 0; d < R; ++d) {
-      if (ext[d] == 0) return {nullptr, nullptr};
-      const index_t span = (ext[d] - 1) * str[d];
-      if (span < 0) lo += span;
-      else hi += span;
-    }
-    return {reinterpret_cast<const char*>(lo), reinterpret_cast<const char*>(hi + 1)};
-  }
-};
 
 /// The stride that walks axes [0, n) of `ext` as one flattened axis, or nullopt if they do not
 /// flatten (extent-1 axes are ignored; an empty range flattens with stride 0).
@@ -59,39 +24,62 @@ std::optional<index_t> flat_stride(const index_array<R>& ext, const index_array<
   index_t expect = 0;
   for (std::size_t d = n; d-- > 0;) {
     if (ext[d] == 1) continue;
-    if (!inner) {
-      inner = str[d];
-      expect = str[d] * ext[d];
-    } else {
-      if (str[d] != expect) return std::nullopt;
-      expect = str[d] * ext[d];
-    }
+    if (inner && str[d] != expect) return std::nullopt;
+    if (!inner) inner = str[d];
+    expect = str[d] * ext[d];
   }
   return inner ? inner : std::optional<index_t>(0);
 }
 
-template <class P, class Q>
-bool overlaps(const P& a, const Q& b) {
-  return a.first && b.first && a.first < b.second && b.first < a.second;
-}
+/// An operand's elements in memory: the operand's own view when it is one (and its first
+/// `flatten` axes flatten to one stride), else a contiguous buffer holding its values.
+template <class E>
+struct operand_memory {
+  using T = typename E::value_type;
+  static constexpr std::size_t R = E::rank;
+  std::optional<tensor<T, static_cast<int>(R)>> owned;
+  const T* data = nullptr;
+  index_array<R> ext{}, str{};
+  const void* lo = nullptr;  ///< the bytes it reads, for overlap checks
+  const void* hi = nullptr;
+
+  template <class Mode>
+  operand_memory(const E& e, std::size_t flatten, Mode) : ext(e.shape().array()) {
+    if constexpr (is_tensor_view<E>::value) {
+      if (flat_stride(ext, e.strides(), flatten)) {
+        data = e.data();
+        str = e.strides();
+      }
+    }
+    if (!data) {
+      owned.emplace(dynamic_shape<R>(e.shape()));
+      fuse::detail::eval_one(*owned, e, Mode{});
+      data = owned->data();
+      str = owned->strides();
+    }
+    bind::detail::byte_range(data, ext, str.data(), sizeof(T), lo, hi);
+  }
+};
 
 }  // namespace detail
 
 template <class Mode, class T, std::size_t Q, contract_kind K, class A, class B, class Out, std::size_t R>
 void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K, A, B, Out, R>& node) {
   static_assert(std::is_same_v<std::remove_const_t<T>, Out>, "fuse: the contraction's output dtype");
-  detail::operand_memory<A> am(node.a, Mode{});
-  detail::operand_memory<B> bm(node.b, Mode{});
+  // dense/matmul read A as [M, K] with its leading axes flattened into M.
+  const std::size_t a_flatten = K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1;
+  detail::operand_memory<A> am(node.a, a_flatten, Mode{});
+  detail::operand_memory<B> bm(node.b, 0, Mode{});
   const auto oext = out.shape().array();
   const auto ostr = out.strides();
 
   // Rows of the output as one axis (dense/matmul: every axis but the last; batch_matmul: axis 1).
-  const std::size_t row_axes = K == contract_kind::batch_matmul ? 2 : R - 1;
   const auto out_rows = K == contract_kind::batch_matmul ? std::optional<index_t>(ostr[1])
-                                                         : detail::flat_stride(oext, ostr, row_axes);
-  const detail::operand_memory<tensor_view<const Out, static_cast<int>(Q)>> om(tensor_view<const Out, static_cast<int>(Q)>(out), Mode{});
-  const bool alias = detail::overlaps(om.range(), am.range()) || detail::overlaps(om.range(), bm.range());
-  if (!out_rows || alias) {
+                                                         : detail::flat_stride(oext, ostr, R - 1);
+  const void *olo = nullptr, *ohi = nullptr;
+  bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
+  const auto overlaps = [&](const void* lo, const void* hi) { return olo != ohi && lo != hi && olo < hi && lo < ohi; };
+  if (!out_rows || overlaps(am.lo, am.hi) || overlaps(bm.lo, bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
     tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
     run_contract<Mode, Out, R>(tmp.view(), node);
@@ -109,17 +97,7 @@ void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K
     a_rs = am.str[1];
     a_cs = am.str[0];
   } else {
-    auto rows = detail::flat_stride(am.ext, am.str, A::rank - 1);
-    if (!rows) {
-      // Leading axes that do not flatten: evaluate A contiguously first.
-      tensor<typename A::value_type, static_cast<int>(A::rank)> ac(dynamic_shape<A::rank>(node.a.shape()));
-      fuse::detail::eval_one(ac, node.a, Mode{});
-      using AV = tensor_view<const typename A::value_type, static_cast<int>(A::rank)>;
-      const auto n3 = fuse::detail::make_contract<K, Out>(AV(ac.view()), node.b, node.trans_a, node.trans_b);
-      run_contract<Mode, T, Q>(out, n3);
-      return;
-    }
-    a_rs = *rows;
+    a_rs = *detail::flat_stride(am.ext, am.str, A::rank - 1);
     a_cs = am.str[A::rank - 1];
   }
   index_t b_ks = 0, b_ns = 0, b_bs = 0;
@@ -136,7 +114,7 @@ void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K
   for (index_t bi = 0; bi < batches; ++bi) {
     gemm::gemm<Out>(node.m, node.n, node.k, gemm::strided<typename A::value_type>{am.data + bi * a_bs, a_rs, a_cs},
                     gemm::strided<typename B::value_type>{bm.data + bi * b_bs, b_ks, b_ns},
-                    const_cast<Out*>(out.data()) + bi * o_bs, *out_rows, ostr[R - 1]);
+                    out.data() + bi * o_bs, *out_rows, ostr[R - 1]);
   }
 }
 

@@ -477,3 +477,16 @@ struct context {
 
 #include "fuse/cpu/contract.hpp"
 #include "fuse/cpu/reduce.hpp"
+
+namespace fuse::cpu {
+/// The kernel of a node evaluated on its own: a contraction, a reduction or a row op.
+template <class Mode, class T, std::size_t Q, class N>
+  requires root_kernel_node<N>
+void run_root(tensor_view<T, static_cast<int>(Q)> out, const N& node) {
+  if constexpr (is_contract_expr<N>::value) run_contract<Mode, T, Q>(out, node);
+  else if constexpr (requires { N::kind; node.reduced; }) run_reduce<Mode, T, Q>(out, node);
+  else if constexpr (requires { node.gamma; }) run_layer_norm<Mode, T, Q>(out, node);
+  else run_softmax<Mode, T, Q>(out, node);
+}
+
+}  // namespace fuse::cpu

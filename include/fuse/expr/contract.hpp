@@ -85,37 +85,14 @@ struct is_contract_expr<contract_expr<K, A, B, O, R>> : std::true_type {};
 // ---- compile-time checks of static shapes ------------------------------------------------------
 
 namespace detail {
-/// [M, K, N, batch_a, batch_b] of a contraction of static shapes SA and SB (-1: bad ranks).
+/// Whether the reduction extents of static shapes SA and SB agree (operand ranks already fit).
 template <contract_kind Kind, bool TA, bool TB, class SA, class SB>
-constexpr index_array<5> static_contract_dims() {
+constexpr bool static_reduction_extents_agree() {
+  constexpr auto a = SA::extents;
+  constexpr auto b = SB::extents;
   constexpr std::size_t ra = SA::rank, rb = SB::rank;
-  index_array<5> d{};
-  if constexpr (Kind == contract_kind::batch_matmul) {
-    if constexpr (ra == 3 && rb == 3) {
-      constexpr auto a = SA::extents;
-      constexpr auto b = SB::extents;
-      d[0] = TA ? a[2] : a[1];
-      d[1] = TA ? a[1] : a[2];
-      d[2] = TB ? b[1] : b[2];
-      d[3] = a[0];
-      d[4] = b[0];
-      if ((TB ? b[2] : b[1]) != d[1]) d[1] = -1;
-      return d;
-    }
-  } else if constexpr (ra >= 1 && rb == 2 && (!TA || ra == 2)) {
-    constexpr auto a = SA::extents;
-    constexpr auto b = SB::extents;
-    index_t mm = 1;
-    for (std::size_t i = 0; i + 1 < ra; ++i) mm *= a[i];
-    d[0] = TA ? a[1] : mm;
-    d[1] = TA ? a[0] : a[ra - 1];
-    d[2] = TB ? b[0] : b[1];
-    d[3] = d[4] = 1;
-    if ((TB ? b[1] : b[0]) != d[1]) d[1] = -1;
-    return d;
-  }
-  d[1] = -2;
-  return d;
+  // A is [.., M, K] or [.., K, M]; B is [.., K, N] or [.., N, K].
+  return (TA ? a[ra - 2] : a[ra - 1]) == (TB ? b[rb - 1] : b[rb - 2]);
 }
 }  // namespace detail
 
@@ -123,7 +100,7 @@ constexpr index_array<5> static_contract_dims() {
 /// fuse::contract_kind::dense, false, true, fuse::shape<1, 10>, fuse::shape<30, 12>>' evaluates
 /// to false" names the op, the transposes and both shapes.
 template <contract_kind Kind, bool TA, bool TB, class SA, class SB>
-inline constexpr bool static_shapes_contract_in = detail::static_contract_dims<Kind, TA, TB, SA, SB>()[1] >= 0;
+inline constexpr bool static_shapes_contract_in = detail::static_reduction_extents_agree<Kind, TA, TB, SA, SB>();
 
 /// Named when the operands' ranks do not fit the op (dense/matmul: A of rank >= 1, B of rank 2,
 /// a transposed A of rank 2; batch_matmul: both rank 3).
@@ -138,9 +115,6 @@ inline constexpr bool batch_extents_broadcast = SA::extents[0] == SB::extents[0]
 
 namespace detail {
 
-template <contract_kind Kind, class Out, class AE, class BE>
-constexpr std::size_t contract_rank = Kind == contract_kind::batch_matmul ? 3 : AE::rank;
-
 /// Builds the node; checks every shape rule at run time (static shapes were checked already).
 template <contract_kind Kind, class Out, class AE, class BE>
 auto make_contract(const AE& a, const BE& b, bool ta, bool tb) {
@@ -149,7 +123,7 @@ auto make_contract(const AE& a, const BE& b, bool ta, bool tb) {
   static_assert(contraction_dtypes_supported<TA_, TB_, Out>,
                 "fuse: contractions take float x float -> float, double x double -> double, or int8/uint8 x "
                 "int8/uint8 -> int32 (the note below names the element types)");
-  constexpr std::size_t R = contract_rank<Kind, Out, AE, BE>;
+  constexpr std::size_t R = Kind == contract_kind::batch_matmul ? 3 : AE::rank;
   const char* name = contract_name(Kind);
   const auto as = a.shape().array();
   const auto bs = b.shape().array();
@@ -213,8 +187,8 @@ constexpr void check_static_contract() {
 }  // namespace detail
 
 namespace detail {
-/// The node of a contraction of x and w: the result dtype Out (void: the default), the static
-/// checks when the transposes are template arguments (Static), else the rank checks only.
+/// The node of a contraction of x and w: the result dtype Out (void: the default), and the
+/// static shape checks when the transposes are template arguments (Static).
 template <contract_kind Kind, class Out, bool Static, bool TA, bool TB, class X, class W>
 auto build_contract(X&& x, W&& w, bool ta, bool tb) {
   auto a = as_expr(static_cast<X&&>(x));
@@ -223,10 +197,7 @@ auto build_contract(X&& x, W&& w, bool ta, bool tb) {
   using BE = decltype(b);
   using O = std::conditional_t<std::is_void_v<Out>,
                                contract_default_out_t<typename AE::value_type, typename BE::value_type>, Out>;
-  if constexpr (Static) check_static_contract<Kind, TA, TB, AE, BE>();
-  else if constexpr (Kind == contract_kind::batch_matmul)
-    static_assert(AE::rank == 3 && BE::rank == 3, "fuse::batch_matmul: both operands must have rank 3");
-  else static_assert(BE::rank == 2 && AE::rank >= 1, "fuse::matmul: a of rank >= 1 and b of rank 2");
+  if constexpr (Static) check_static_contract<Kind, TA, TB, AE, BE>();  // make_contract checks the ranks
   return make_contract<Kind, O>(a, b, ta, tb);
 }
 }  // namespace detail

@@ -61,22 +61,19 @@ FUSE_HD FUSE_FORCE_INLINE exp_reduction<V> reduce_exp(V x) noexcept {
   return {k, n, r};
 }
 
-/// e^r - 1 for |r| <= ln2/2, with relative error 2^-25.8 before the final rounding.
-/// Estrin's scheme: its shorter dependency chain is worth more than Horner's one saved op.
+/// Q(r) of e^r - 1 = r + r^2 Q(r) for |r| <= ln2/2, r2 = r^2 (Estrin's scheme: its shorter
+/// dependency chain is worth more than Horner's one saved op).
 template <class V>
-FUSE_HD FUSE_FORCE_INLINE V expm1_reduced(V r) noexcept {
+FUSE_HD FUSE_FORCE_INLINE V expm1_q(V r, V r2) noexcept {
   using P = prims<V>;
-  const V r2 = r * r;
-  const V q01 = P::fma(V(expq1), r, V(expq0));
-  const V q23 = P::fma(V(expq3), r, V(expq2));
-  const V q = P::fma(P::fma(V(expq4), r2, q23), r2, q01);
-  return P::fma(r2, q, r);
+  return P::fma(P::fma(V(expq4), r2, P::fma(V(expq3), r, V(expq2))), r2, P::fma(V(expq1), r, V(expq0)));
 }
 
-/// e^r for |r| <= ln2/2: 1 + r + r^2 Q(r) as one Horner chain (one rounding at the end).
+/// e^r - 1 for |r| <= ln2/2, with relative error 2^-25.8 before the final rounding.
 template <class V>
-FUSE_HD FUSE_FORCE_INLINE V exp_reduced(V r) noexcept {
-  return horner(r, 1.0f, 1.0f, expq0, expq1, expq2, expq3, expq4);
+FUSE_HD FUSE_FORCE_INLINE V expm1_reduced(V r) noexcept {
+  const V r2 = r * r;
+  return prims<V>::fma(r2, expm1_q(r, r2), r);
 }
 
 }  // namespace detail
@@ -87,8 +84,6 @@ FUSE_HD FUSE_FORCE_INLINE V exp_reduced(V r) noexcept {
 template <class Mode = fuse::accurate_math_t, class V>
 FUSE_HD FUSE_FORCE_INLINE V exp(V x) noexcept {
   using P = prims<V>;
-  // Beyond [-104, 89] the result is 0 or inf; clamping keeps the reduction finite. x is
-  // the second operand so NaN passes through.
   // x = m ln2 + r with m = n + j/16 a multiple of 1/16 and |r| <= ln2/32. x is not clamped:
   // up to |x| = 7e5 the reduction is exact and scale() over- or underflows correctly; beyond,
   // and for +-inf (r = NaN), clamping r keeps 1 + t positive and finite, so that 2^m gives
@@ -112,8 +107,7 @@ FUSE_HD FUSE_FORCE_INLINE V expm1(V x) noexcept {
   const auto red = detail::reduce_exp(xc);
   const V r = red.r;
   const V r2 = r * r;
-  const V q = P::fma(P::fma(V(detail::expq4), r2, P::fma(V(detail::expq3), r, V(detail::expq2))), r2,
-                     P::fma(V(detail::expq1), r, V(detail::expq0)));
+  const V q = detail::expm1_q(r, r2);
   const V t = P::fma(r2, q, r);
   const V t_lo = P::fma(r2, q, r - t);  // t's rounding error (r - t is exact: t/r is in [0.8, 1.2])
   // e^x - 1 = s (1 + t) - 1 = c + s t with s = 2^n, computed at half scale so that s/2 = 2^(n-1)

@@ -24,6 +24,8 @@ namespace detail {
 // c0 = g(t_j) and c1 = g'(t_j) are floats to within 2^-11 and 2^-5 of an ulp.
 // The clamp: the first float where 1 - g rounds to 1.
 inline constexpr float sigmoid_saturation = 0x1.154246p+4f;
+// Where the table ends and the e^x - e^2x tail begins: the FMA-less table stops at 17.4.
+inline constexpr float sigmoid_table_end = FUSE_MATH_FUSED_FMA ? sigmoid_saturation : 17.4f;
 FUSE_MATH_TABLE(sigmoid_table, 9,
   {
    {0.0f, 0x1.1f9f50p+0f, 0x1.20953ap+1f, 0x1.b07042p+1f, 0x1.200c70p+2f, 0x1.683a2ep+2f, 0x1.b0406ap+2f, 0x1.f7b14ap+2f, 0x1.207280p+3f, 0x1.44c02cp+3f, 0x1.67ea16p+3f, 0x1.8c81cep+3f, 0x1.af948ep+3f, 0x1.d3fa48p+3f, 0x1.f34ca8p+3f, 0x1.0a6462p+4f},  // t
@@ -82,16 +84,16 @@ FUSE_HD FUSE_FORCE_INLINE V sigmoid(V x) noexcept {
     return V(1.0f) / P::fma(P::pow2_from_shifted(k), e_r, V(1.0f));
   } else {
 #if FUSE_MATH_FUSED_FMA
-    const V a = P::abs_clamp(x, detail::sigmoid_saturation);
+    const V a = P::abs_clamp(x, detail::sigmoid_table_end);
     const V k = P::fma(a, V(0x1.c71c72p-1f), V(detail::round_shifter));
     const auto& t = FUSE_MATH_TABLE_REF(detail::sigmoid_table);
-    const V u = detail::table_reduce(t, a, k).u;
+    const V u = detail::table_offset(t, a, k);
     const V u2 = u * u;
     // (c0 + c1 u) + u^2 R: c0 + c1 u rounds once, then the sum.
     const V g = P::fma(u2, detail::table_tail<7>(t, k, u, u2), P::fma(P::lookup16(t[2], k), u, P::lookup16(t[1], k)));
 #else
     // Without FMA every product rounds; carrying the slope in two floats keeps it under 2 ULP.
-    const V a = P::abs_clamp(x, 17.4f);
+    const V a = P::abs_clamp(x, detail::sigmoid_table_end);
     const V g = detail::piecewise<7, true>(FUSE_MATH_TABLE_REF(detail::sigmoid_table_split), a,
                                            1.125f, 0x1.c71c72p-1f)
                     .sum();
@@ -99,11 +101,7 @@ FUSE_HD FUSE_FORCE_INLINE V sigmoid(V x) noexcept {
     V s = P::sub_where(x >= V(0.0f), V(1.0f), g);
     // The tail, and NaN (which abs_clamp may have lost): e^x - e^2x, with 0 - e rather than -e
     // so that a NaN keeps one sign bit on both paths.
-#if FUSE_MATH_FUSED_FMA
-    const auto tail = !(x >= V(-detail::sigmoid_saturation));
-#else
-    const auto tail = !(x >= V(-17.4f));
-#endif
+    const auto tail = !(x >= V(-detail::sigmoid_table_end));
     if (P::any(tail)) {
       const V e = fuse::math::exp(x);
       s = P::select(tail, P::fma(e, V(0.0f) - e, e), s);

@@ -82,15 +82,10 @@ FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, fl
 /// u = a - t_j. Each t_j is a float near the interval, chosen (tools/fit_math_tables.py) so that
 /// f(t_j) is a float to within 2^-11 of an ulp: c0 = f(t_j) needs no second float, and u is exact
 /// (t_j lies within a factor 2 of every a of its interval). `k` holds the index in the low 4
-/// bits of its bit pattern (lookup16).
+/// bits of its bit pattern (lookup16). Returns u.
 template <class V>
-struct table_point {
-  V k, u;
-};
-
-template <class V>
-FUSE_HD FUSE_FORCE_INLINE table_point<V> table_reduce(const float (*t)[16], V a, V k) noexcept {
-  return {k, a - prims<V>::lookup16(t[0], k)};
+FUSE_HD FUSE_FORCE_INLINE V table_offset(const float (*t)[16], V a, V k) noexcept {
+  return a - prims<V>::lookup16(t[0], k);
 }
 
 /// c2 + c3 u + ... + cd u^(d-2) by Estrin's scheme, with u2 = u^2 (rows c0.. start at t[1]).

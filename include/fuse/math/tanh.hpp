@@ -51,8 +51,7 @@ FUSE_HD FUSE_FORCE_INLINE V tanh(V x) noexcept {
     const V a = P::abs_clamp(x, detail::tanh_saturation);
     const V k = P::shift_bits_right(a + V(detail::tanh_grid_offset), 21);
     const auto& t = FUSE_MATH_TABLE_REF(detail::tanh_table);
-    const auto r = detail::table_reduce(t, a, k);
-    const V u = r.u;
+    const V u = detail::table_offset(t, a, k);
     const auto c = [&](int i) { return P::lookup16(t[i + 1], k); };
     // c0 + u (c1 + u R): one rounding of the whole result after an exact c0.
     const V q = P::fma(u, P::fma(u, P::fma(u, P::fma(c(5), u, c(4)), c(3)), c(2)), c(1));
