@@ -4,8 +4,10 @@
     pip install mpmath numpy
     python3 tools/fit_math_tables.py exp        # exp.hpp: exp2_16_table, exp16_q0/q1   (seconds)
     python3 tools/fit_math_tables.py tanh       # tanh.hpp: tanh_table                   (~1 min)
-    python3 tools/fit_math_tables.py sigmoid    # sigmoid.hpp: sigmoid_table (FMA builds) (~2 min)
-    python3 tools/fit_math_tables.py sigmoid32  # experiment: 32 intervals of degree 5, not used
+    python3 tools/fit_math_tables.py sigmoid    # sigmoid.hpp: sigmoid_table (FMA builds without
+                                                #   AVX-512) (~2 min)
+    python3 tools/fit_math_tables.py sigmoid_signed  # sigmoid.hpp: sigmoid_signed_table (AVX-512
+                                                #   and CUDA) (~30 s)
 
 The output is what include/fuse/math/*.hpp hold (FUSE_MATH_TABLE rows). The other polynomials
 and the centred tables (erf, erfc, the FMA-less sigmoid) come from tools/fit_math.py, whose
@@ -252,17 +254,58 @@ def fit_sigmoid(n, w, deg, name, macro):
                 f"degree {deg}", [r[1] for r in res], [r[2] for r in res], worst, macro)
 
 
+# --- sigmoid, AVX-512 builds: sigmoid itself over [-8.25, 7.75), 32 intervals of width 1/2 ------
+def sig_pos(x):
+    return 1 / (1 + mp.exp(-x))
+
+
+def sig_dpos(x):
+    e = mp.exp(-x)
+    return e / (1 + e) ** 2
+
+
+def _sig_signed_cell(args):
+    m, w, deg = args
+    mp.mp.dps = 30
+    c = m * w
+    lo, hi = c - w / 2, c + w / 2
+    if m == 0:
+        t, c0, c1 = np.float32(0), np.float32(0.5), np.float32(0.25)
+    else:
+        # Sterbenz: t within a factor 2 of every x of the interval, on either side of 0.
+        lo_ok, hi_ok = (float(hi) / 2, 2 * float(lo)) if m > 0 else (2 * float(hi), float(lo) / 2)
+        try:
+            t, c0, c1 = reference_point(sig_pos, float(c), lo_ok, hi_ok, df=sig_dpos)
+        except RuntimeError:
+            t, c0, c1 = reference_point(sig_pos, float(c), lo_ok, hi_ok, df=sig_dpos, bits1=4,
+                                        maxn=2000000)
+    mp.mp.dps = 40
+    tt = mp.mpf(float(t))
+    coeffs, e = fit_fixed_low(sig_pos, t, [c0, c1], lo - tt - SIG_SLACK, hi - tt + SIG_SLACK, deg)
+    return m, float(t), coeffs, e
+
+
+def fit_sigmoid_signed(w="0.5", deg=5):
+    """Interval m (-16..15) is row m mod 32: x + 1.5*2^22 leaves round(2x) in the low bits."""
+    mp.mp.dps = 50
+    with Pool(2) as p:
+        res = p.map(_sig_signed_cell, [(m, mp.mpf(w), deg) for m in range(-16, 16)])
+    res = sorted(res, key=lambda r: r[0] % 32)
+    worst = max(r[3] for r in res)
+    print_table("sigmoid_signed_table", f"sigmoid.hpp: sigmoid(t_m + u), 32 intervals of width {w}, "
+                f"degree {deg}, row m mod 32", [r[1] for r in res], [r[2] for r in res], worst,
+                "FUSE_MATH_TABLE32")
+
+
 PARTS = {
     "exp": fit_exp,
     "tanh": fit_tanh,
     "sigmoid": lambda: fit_sigmoid(16, "1.125", 7, "sigmoid_table", "FUSE_MATH_TABLE"),
-    # 32 intervals (one vpermt2ps per row), degree 5: 1.77 ULP and, measured, ~6% faster than
-    # the 16-interval table when inlined, slower when not; kept out of sigmoid.hpp.
-    "sigmoid32": lambda: fit_sigmoid(32, "0.5625", 5, "sigmoid_table", "FUSE_MATH_TABLE32"),
+    "sigmoid_signed": fit_sigmoid_signed,
 }
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["exp", "tanh", "sigmoid"]
+    parts = sys.argv[1:] or ["exp", "tanh", "sigmoid", "sigmoid_signed"]
     for part in parts:
         if part not in PARTS:
             sys.exit(f"unknown part {part!r}; one of {', '.join(PARTS)}")

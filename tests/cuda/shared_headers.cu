@@ -25,6 +25,7 @@ __global__ void ops_kernel(float* p, fuse::half* h) {
   const float x = p[threadIdx.x];
   float r = fuse::ops::exp{}.apply<fuse::accurate_math_t>(x) + fuse::ops::log{}.apply<fuse::fast_math_t>(x) +
             fuse::ops::tanh{}.apply<fuse::accurate_math_t>(x) + fuse::ops::sigmoid{}.apply<fuse::fast_math_t>(x) +
+            fuse::ops::sigmoid{}.apply<fuse::accurate_math_t>(x) +
             fuse::ops::erf{}.apply<fuse::accurate_math_t>(x) + fuse::ops::gelu{}.apply<fuse::accurate_math_t>(x) +
             fuse::ops::gelu_tanh{}.apply<fuse::accurate_math_t>(x) + fuse::ops::rsqrt{}.apply<fuse::accurate_math_t>(x) +
             fuse::ops::round{}.apply<fuse::accurate_math_t>(x) + fuse::ops::sign{}.apply<fuse::accurate_math_t>(x);

@@ -30,6 +30,14 @@
 #define FUSE_MATH_FUSED_FMA 0
 #endif
 
+// Whether a 32-entry table row costs what a 16-entry one does (AVX-512's vpermt2ps; a load on
+// the GPU). Sigmoid then reads its 32-interval signed table, which needs no |x| and no 1 - g.
+#if defined(__CUDA_ARCH__) || (defined(__AVX512F__) && defined(__FMA__))
+#define FUSE_MATH_WIDE_TABLES 1
+#else
+#define FUSE_MATH_WIDE_TABLES 0
+#endif
+
 namespace fuse::math {
 
 /// Customization point: the primitive operations on V. Specialized for float here and for
@@ -103,6 +111,10 @@ struct prims<float> {
   /// permute per vector of 16 lanes on AVX-512.
   FUSE_HD static FUSE_FORCE_INLINE float lookup16(const float* row, float k) noexcept {
     return row[detail::bits_of(k) & 15u];
+  }
+
+  FUSE_HD static FUSE_FORCE_INLINE float lookup32(const float* row, float k) noexcept {
+    return row[detail::bits_of(k) & 31u];
   }
 
   /// The bit pattern of x shifted right by n places, as a float (for lookup16: an index taken

@@ -15,18 +15,23 @@
 
 #include <fuse/math/prims.hpp>
 
+#include <cstddef>
+
 namespace fuse::math::detail {
 
 // Each table exists once per program for the host (an inline variable) and, under nvcc, once
 // per translation unit in device memory: device code cannot read host variables.
+// FUSE_MATH_TABLE32 holds 32 intervals per row (one vpermt2ps per row on AVX-512).
 #if defined(__CUDACC__)
-#define FUSE_MATH_TABLE(name, rows, ...)                                  \
-  alignas(64) inline constexpr float name[rows][16] = __VA_ARGS__;        \
-  static __device__ constexpr float name##_device[rows][16] = __VA_ARGS__;
+#define FUSE_MATH_TABLE_N(name, rows, width, ...)                                \
+  alignas(64) inline constexpr float name[rows][width] = __VA_ARGS__;            \
+  static __device__ constexpr float name##_device[rows][width] = __VA_ARGS__;
 #else
-#define FUSE_MATH_TABLE(name, rows, ...) \
-  alignas(64) inline constexpr float name[rows][16] = __VA_ARGS__;
+#define FUSE_MATH_TABLE_N(name, rows, width, ...) \
+  alignas(64) inline constexpr float name[rows][width] = __VA_ARGS__;
 #endif
+#define FUSE_MATH_TABLE(name, rows, ...) FUSE_MATH_TABLE_N(name, rows, 16, __VA_ARGS__)
+#define FUSE_MATH_TABLE32(name, rows, ...) FUSE_MATH_TABLE_N(name, rows, 32, __VA_ARGS__)
 
 #if defined(__CUDA_ARCH__)
 #define FUSE_MATH_TABLE_REF(name) (name##_device)
@@ -78,22 +83,33 @@ FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, fl
   }
 }
 
+/// Row r of a table of 16 or 32 intervals at the interval index in k's low bits.
+template <std::size_t Width, class V>
+FUSE_HD FUSE_FORCE_INLINE V table_row(const float (*t)[Width], int r, V k) noexcept {
+  static_assert(Width == 16 || Width == 32, "fuse math tables hold 16 or 32 intervals");
+  if constexpr (Width == 16) {
+    return prims<V>::lookup16(t[r], k);
+  } else {
+    return prims<V>::lookup32(t[r], k);
+  }
+}
+
 /// A reference-point table (rows t, c0, c1, ..., cd): interval j holds p_j(u) ~ f(t_j + u) with
 /// u = a - t_j. Each t_j is a float near the interval, chosen (tools/fit_math_tables.py) so that
 /// f(t_j) is a float to within 2^-11 of an ulp: c0 = f(t_j) needs no second float, and u is exact
 /// (t_j lies within a factor 2 of every a of its interval). `k` holds the index in the low 4
-/// bits of its bit pattern (lookup16). Returns u.
-template <class V>
-FUSE_HD FUSE_FORCE_INLINE V table_offset(const float (*t)[16], V a, V k) noexcept {
-  return a - prims<V>::lookup16(t[0], k);
+/// (or 5) bits of its bit pattern (lookup16, lookup32). Returns u.
+template <std::size_t Width, class V>
+FUSE_HD FUSE_FORCE_INLINE V table_offset(const float (*t)[Width], V a, V k) noexcept {
+  return a - table_row(t, 0, k);
 }
 
 /// c2 + c3 u + ... + cd u^(d-2) by Estrin's scheme, with u2 = u^2 (rows c0.. start at t[1]).
-template <int Deg, class V>
-FUSE_HD FUSE_FORCE_INLINE V table_tail(const float (*t)[16], V k, V u, V u2) noexcept {
+template <int Deg, std::size_t Width, class V>
+FUSE_HD FUSE_FORCE_INLINE V table_tail(const float (*t)[Width], V k, V u, V u2) noexcept {
   static_assert(Deg >= 4 && Deg <= 7, "table_tail: Estrin is spelled out for degrees 4 to 7");
   using P = prims<V>;
-  const auto c = [&](int i) { return P::lookup16(t[i + 1], k); };
+  const auto c = [&](int i) { return table_row(t, i + 1, k); };
   const V p23 = P::fma(c(3), u, c(2));
   if constexpr (Deg == 4) {
     return P::fma(u2, c(4), p23);

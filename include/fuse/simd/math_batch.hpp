@@ -104,6 +104,15 @@ struct prims<xsimd::batch<float, A>> {
     }
   }
 
+  /// row[k's bits & mask], lane by lane: the lookups of builds without a wide permute (SSE).
+  static FUSE_FORCE_INLINE V gather(const float* row, V k, std::uint32_t mask) noexcept {
+    alignas(64) std::uint32_t idx[V::size];
+    alignas(64) float out[V::size];
+    xsimd::bitwise_cast<I>(k).store_aligned(reinterpret_cast<std::int32_t*>(idx));
+    for (std::size_t i = 0; i < V::size; ++i) out[i] = row[idx[i] & mask];
+    return V::load_aligned(out);
+  }
+
   static FUSE_FORCE_INLINE V lookup16(const float* row, V k) noexcept {
     if constexpr (is512) {
       const __m512 table = _mm512_loadu_ps(row);
@@ -119,11 +128,26 @@ struct prims<xsimd::batch<float, A>> {
     }
 #endif
     else {
-      alignas(64) std::uint32_t idx[V::size];
-      alignas(64) float out[V::size];
-      xsimd::bitwise_cast<I>(k).store_aligned(reinterpret_cast<std::int32_t*>(idx));
-      for (std::size_t i = 0; i < V::size; ++i) out[i] = row[idx[i] & 15u];
-      return V::load_aligned(out);
+      return gather(row, k, 15u);
+    }
+  }
+
+  /// row[k's bits & 31] for a 32-entry row: one vpermt2ps on AVX-512, two 16-entry lookups and
+  /// a blend on bit 4 elsewhere.
+  static FUSE_FORCE_INLINE V lookup32(const float* row, V k) noexcept {
+    if constexpr (is512) {
+      return _mm512_mask_permutex2var_ps(_mm512_loadu_ps(row), all16, _mm512_castps_si512(k),
+                                         _mm512_loadu_ps(row + 16));
+    }
+#if defined(__AVX2__)
+    else if constexpr (is256) {
+      const __m256i idx = _mm256_castps_si256(k);
+      return _mm256_blendv_ps(lookup16(row, k), lookup16(row + 16, k),
+                              _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27)));
+    }
+#endif
+    else {
+      return gather(row, k, 31u);
     }
   }
 
