@@ -83,6 +83,10 @@ auto bind(const Node& n, const Map& m, Ctx& ctx) {
     e.mode = n.mode;
     (void)Rt;
     return e;
+  } else if constexpr (materialized_node<Node> && requires { ctx.template leaf_for<Mode, Q>(n, m); }) {
+    // The context builds the leaf itself: the CPU's blocked epilogue computes only the block
+    // of a contraction that the current pass reads.
+    return ctx.template leaf_for<Mode, Q>(n, m);
   } else if constexpr (materialized_node<Node>) {
     using T = typename Node::value_type;
     using S = decltype(ctx.materialize(n));

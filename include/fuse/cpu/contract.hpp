@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "fuse/bind/evaluators.hpp"
+#include "fuse/core/small_vector.hpp"
 #include "fuse/cpu/gemm.hpp"
 #include "fuse/expr/contract.hpp"
 
@@ -31,6 +33,8 @@ std::optional<index_t> flat_stride(const index_array<R>& ext, const index_array<
   return inner ? inner : std::optional<index_t>(0);
 }
 
+using byte_ranges = small_vector<std::pair<const void*, const void*>, 8>;
+
 /// An operand's elements in memory: the operand's own view when it is one (and its first
 /// `flatten` axes flatten to one stride), else a contiguous buffer holding its values.
 template <class E>
@@ -43,12 +47,22 @@ struct operand_memory {
   const void* lo = nullptr;  ///< the bytes it reads, for overlap checks
   const void* hi = nullptr;
 
+  /// `avoid`: byte ranges about to be written (outputs of a blocked pass); a view overlapping
+  /// one is copied rather than read in place.
   template <class Mode>
-  operand_memory(const E& e, std::size_t flatten, Mode) : ext(e.shape().array()) {
+  operand_memory(const E& e, std::size_t flatten, Mode, const byte_ranges* avoid = nullptr) : ext(e.shape().array()) {
     if constexpr (is_tensor_view<E>::value) {
       if (flat_stride(ext, e.strides(), flatten)) {
         data = e.data();
         str = e.strides();
+        if (avoid) {
+          const void *l = nullptr, *h = nullptr;
+          bind::detail::byte_range(data, ext, str.data(), sizeof(T), l, h);
+          for (std::size_t i = 0; i < avoid->size(); ++i) {
+            const auto& r = (*avoid)[i];
+            if (l != h && r.first != r.second && l < r.second && r.first < h) data = nullptr;
+          }
+        }
       }
     }
     if (!data) {
@@ -61,15 +75,59 @@ struct operand_memory {
   }
 };
 
+/// A contraction's operands in memory with A read as [M, K] and B as [K, N] (per batch):
+/// element (i, k) of batch b at a_data + b * a_bs + i * a_rs + k * a_cs, and likewise for B.
+template <class Node>
+struct contract_operands {
+  using A = typename Node::a_type;
+  using B = typename Node::b_type;
+  static constexpr contract_kind K = Node::kind;
+  operand_memory<A> am;
+  operand_memory<B> bm;
+  index_t a_rs = 0, a_cs = 0, a_bs = 0, b_ks = 0, b_ns = 0, b_bs = 0;
+
+  template <class Mode>
+  contract_operands(const Node& node, Mode, const byte_ranges* avoid = nullptr)
+      // dense/matmul read A as [M, K] with its leading axes flattened into M.
+      : am(node.a, K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1, Mode{}, avoid),
+        bm(node.b, 0, Mode{}, avoid) {
+    if constexpr (K == contract_kind::batch_matmul) {
+      a_bs = node.batch_a == 1 ? 0 : am.str[0];
+      a_rs = node.trans_a ? am.str[2] : am.str[1];
+      a_cs = node.trans_a ? am.str[1] : am.str[2];
+      b_bs = node.batch_b == 1 ? 0 : bm.str[0];
+      b_ks = node.trans_b ? bm.str[2] : bm.str[1];
+      b_ns = node.trans_b ? bm.str[1] : bm.str[2];
+    } else {
+      if (node.trans_a) {
+        a_rs = am.str[1];
+        a_cs = am.str[0];
+      } else {
+        a_rs = *flat_stride(am.ext, am.str, A::rank - 1);
+        a_cs = am.str[A::rank - 1];
+      }
+      b_ks = node.trans_b ? bm.str[1] : bm.str[0];
+      b_ns = node.trans_b ? bm.str[0] : bm.str[1];
+    }
+  }
+
+  /// C[rows i0.., columns j0..] of batch bi, an m x n block, into c with strides (rs, cs).
+  template <class Out>
+  void multiply(const Node& node, index_t bi, index_t i0, index_t m, index_t j0, index_t n, Out* c, index_t rs,
+                index_t cs) const {
+    gemm::gemm<Out>(m, n, node.k,
+                    gemm::strided<typename A::value_type>{am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs},
+                    gemm::strided<typename B::value_type>{bm.data + bi * b_bs + j0 * b_ns, b_ks, b_ns}, c, rs, cs);
+  }
+};
+
 }  // namespace detail
 
 template <class Mode, class T, std::size_t Q, contract_kind K, class A, class B, class Out, std::size_t R>
 void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K, A, B, Out, R>& node) {
   static_assert(std::is_same_v<std::remove_const_t<T>, Out>, "fuse: the contraction's output dtype");
-  // dense/matmul read A as [M, K] with its leading axes flattened into M.
-  const std::size_t a_flatten = K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1;
-  detail::operand_memory<A> am(node.a, a_flatten, Mode{});
-  detail::operand_memory<B> bm(node.b, 0, Mode{});
+  using Node = contract_expr<K, A, B, Out, R>;
+  const detail::contract_operands<Node> ops(node, Mode{});
   const auto oext = out.shape().array();
   const auto ostr = out.strides();
 
@@ -79,43 +137,17 @@ void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K
   const void *olo = nullptr, *ohi = nullptr;
   bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
   const auto overlaps = [&](const void* lo, const void* hi) { return olo != ohi && lo != hi && olo < hi && lo < ohi; };
-  if (!out_rows || overlaps(am.lo, am.hi) || overlaps(bm.lo, bm.hi)) {
+  if (!out_rows || overlaps(ops.am.lo, ops.am.hi) || overlaps(ops.bm.lo, ops.bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
     tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
     run_contract<Mode, Out, R>(tmp.view(), node);
     fuse::detail::eval_one(out, tmp, Mode{});
     return;
   }
-
-  // A as [M, K] (per batch), B as [K, N].
-  index_t a_rs = 0, a_cs = 0, a_bs = 0;
-  if constexpr (K == contract_kind::batch_matmul) {
-    a_bs = node.batch_a == 1 ? 0 : am.str[0];
-    a_rs = node.trans_a ? am.str[2] : am.str[1];
-    a_cs = node.trans_a ? am.str[1] : am.str[2];
-  } else if (node.trans_a) {
-    a_rs = am.str[1];
-    a_cs = am.str[0];
-  } else {
-    a_rs = *detail::flat_stride(am.ext, am.str, A::rank - 1);
-    a_cs = am.str[A::rank - 1];
-  }
-  index_t b_ks = 0, b_ns = 0, b_bs = 0;
-  if constexpr (K == contract_kind::batch_matmul) {
-    b_bs = node.batch_b == 1 ? 0 : bm.str[0];
-    b_ks = node.trans_b ? bm.str[2] : bm.str[1];
-    b_ns = node.trans_b ? bm.str[1] : bm.str[2];
-  } else {
-    b_ks = node.trans_b ? bm.str[1] : bm.str[0];
-    b_ns = node.trans_b ? bm.str[0] : bm.str[1];
-  }
   const index_t batches = K == contract_kind::batch_matmul ? node.batch : 1;
   const index_t o_bs = K == contract_kind::batch_matmul ? ostr[0] : 0;
-  for (index_t bi = 0; bi < batches; ++bi) {
-    gemm::gemm<Out>(node.m, node.n, node.k, gemm::strided<typename A::value_type>{am.data + bi * a_bs, a_rs, a_cs},
-                    gemm::strided<typename B::value_type>{bm.data + bi * b_bs, b_ks, b_ns},
-                    out.data() + bi * o_bs, *out_rows, ostr[R - 1]);
-  }
+  for (index_t bi = 0; bi < batches; ++bi)
+    ops.template multiply<Out>(node, bi, 0, node.m, 0, node.n, out.data() + bi * o_bs, *out_rows, ostr[R - 1]);
 }
 
 }  // namespace fuse::cpu

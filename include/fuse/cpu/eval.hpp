@@ -30,6 +30,7 @@
 #include "fuse/cpu/options.hpp"
 #include "fuse/cpu/vector_access.hpp"
 #include "fuse/expr/broadcast.hpp"
+#include "fuse/expr/contract.hpp"
 #include "fuse/expr/node.hpp"
 
 namespace fuse {
@@ -288,31 +289,38 @@ FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_
 
 }  // namespace detail
 
-/// Evaluates exprs into outs (all of rank Q and one shape) in one loop nest.
-template <class Mode, std::size_t Q, class... T, class... E, class... Opt>
+template <class Mode, std::size_t Q, class... T, class... E>
 void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
-                     streaming_stores streaming) {
+                     streaming_stores streaming);
+
+namespace detail {
+/// m moved by `origin` in the iteration space: node coordinates of iteration point x + origin.
+template <std::size_t Q, std::size_t R>
+bind::affine_map<Q, R> translated(bind::affine_map<Q, R> m, const index_array<Q>& origin) {
+  for (std::size_t d = 0; d < R; ++d)
+    if (m.src[d] >= 0) m.offset[d] += m.scale[d] * origin[static_cast<std::size_t>(m.src[d])];
+  return m;
+}
+}  // namespace detail
+
+template <class Mode, std::size_t Q, class... T, class... E>
+void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
+                         streaming_stores streaming);
+
+/// One pass of the loop nest over outs, which are the block of the full iteration space `full`
+/// that starts at `origin` (the whole of it, at 0, except in a blocked epilogue).
+template <class Mode, std::size_t Q, class Ctx, class... T, class... E>
+void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
+              streaming_stores streaming, const index_array<Q>& full, const index_array<Q>& origin) {
   using A = simd::default_arch;
   constexpr std::size_t N = sizeof...(T);
   const index_array<Q> ext = std::get<0>(outs).shape().array();
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((std::get<I>(outs).shape().array() == ext
-          ? (void)0
-          : throw_shape_error("eval: outputs of one pass must share a shape; got ", ext, " and ", std::get<I>(outs).shape().array())),
-     ...);
-    ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
-          ? (void)0
-          : throw_shape_error("eval: the expression of shape ", std::get<I>(exprs).shape().array(),
-                              " does not fit the output of shape ", ext)),
-     ...);
-  }(std::index_sequence_for<T...>{});
-  if (product(ext) == 0) return;
-
-  context<Mode> ctx;
   auto evs = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::make_tuple(bind::bind<Mode>(
         std::get<I>(exprs),
-        bind::affine_map<Q, std::tuple_element_t<I, std::tuple<E...>>::rank>::broadcast(std::get<I>(exprs).shape().array(), ext),
+        detail::translated(bind::affine_map<Q, std::tuple_element_t<I, std::tuple<E...>>::rank>::broadcast(
+                               std::get<I>(exprs).shape().array(), full),
+                           origin),
         ctx)...);
   }(std::index_sequence_for<E...>{});
 
@@ -388,6 +396,32 @@ void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, co
                       : (void)0),
      ...);
   }(std::index_sequence_for<T...>{});
+}
+
+/// Evaluates exprs into outs (all of rank Q and one shape) in one loop nest. A tree with
+/// contractions among its leaves runs as a blocked epilogue (fuse/cpu/epilogue.hpp).
+template <class Mode, std::size_t Q, class... T, class... E>
+void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
+                     streaming_stores streaming) {
+  const index_array<Q> ext = std::get<0>(outs).shape().array();
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((std::get<I>(outs).shape().array() == ext
+          ? (void)0
+          : throw_shape_error("eval: outputs of one pass must share a shape; got ", ext, " and ", std::get<I>(outs).shape().array())),
+     ...);
+    ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
+          ? (void)0
+          : throw_shape_error("eval: the expression of shape ", std::get<I>(exprs).shape().array(),
+                              " does not fit the output of shape ", ext)),
+     ...);
+  }(std::index_sequence_for<T...>{});
+  if (product(ext) == 0) return;
+  if constexpr ((has_contraction_leaf<E>() || ...)) {
+    run_epilogue_blocks<Mode, Q>(outs, exprs, streaming);
+  } else {
+    context<Mode> ctx;
+    run_pass<Mode, Q>(ctx, outs, exprs, streaming, ext, index_array<Q>{});
+  }
 }
 
 }  // namespace cpu
@@ -476,6 +510,7 @@ struct context {
 }  // namespace fuse
 
 #include "fuse/cpu/contract.hpp"
+#include "fuse/cpu/epilogue.hpp"
 #include "fuse/cpu/reduce.hpp"
 
 namespace fuse::cpu {

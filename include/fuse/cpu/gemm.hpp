@@ -154,6 +154,45 @@ FUSE_FORCE_INLINE void micro_kernel(index_t kc, const Acc* Ap, const Acc* Bp, Ac
     }
 }
 
+/// The direct form for few rows or tiny products: C(i, j) as dot products along k, A's rows
+/// and B's columns read in place (both contiguous along k), four rows by four columns at a time
+/// (sixteen independent accumulators). For M = 1 this is the GEMV that streams each weight row
+/// once; packing would only add a copy of the weights.
+template <class T>
+void gemm_dots(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, T* c, index_t rs, index_t cs) {
+  using V = xsimd::batch<T>;
+  constexpr index_t W = static_cast<index_t>(V::size);
+  constexpr int RB = 4, CB = 4;
+  for (index_t i0 = 0; i0 < m; i0 += RB) {
+    const int h = static_cast<int>(std::min<index_t>(RB, m - i0));
+    const T* ar[RB];
+    for (int r = 0; r < RB; ++r) ar[r] = a.data + (i0 + std::min(r, h - 1)) * a.rs;
+    for (index_t j0 = 0; j0 < n; j0 += CB) {
+      const int w = static_cast<int>(std::min<index_t>(CB, n - j0));
+      const T* bc[CB];
+      for (int q = 0; q < CB; ++q) bc[q] = b.data + (j0 + std::min(q, w - 1)) * b.cs;
+      V acc[RB][CB];
+      for (int r = 0; r < RB; ++r)
+        for (int q = 0; q < CB; ++q) acc[r][q] = V(T(0));
+      index_t kk = 0;
+      for (; kk + W <= k; kk += W) {
+        V bv[CB];
+        for (int q = 0; q < CB; ++q) bv[q] = V::load_unaligned(bc[q] + kk);
+        for (int r = 0; r < RB; ++r) {
+          const V av = V::load_unaligned(ar[r] + kk);
+          for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
+        }
+      }
+      for (int r = 0; r < h; ++r)
+        for (int q = 0; q < w; ++q) {
+          T sum = xsimd::hadd(acc[r][q]);
+          for (index_t t = kk; t < k; ++t) sum += ar[r][t] * bc[q][t];
+          c[(i0 + r) * rs + (j0 + q) * cs] = sum;
+        }
+    }
+  }
+}
+
 }  // namespace detail
 
 /// C = A B for A m x k and B k x n (strided), C m x n with strides (rs, cs). C is overwritten
@@ -167,6 +206,12 @@ void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c,
     for (index_t i = 0; i < m; ++i)
       for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = Acc(0);
     return;
+  }
+  if constexpr (std::is_floating_point_v<Acc> && std::is_same_v<TA, Acc> && std::is_same_v<TB, Acc>) {
+    if (a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768)) {
+      detail::gemm_dots<Acc>(m, n, k, a, b, c, rs, cs);
+      return;
+    }
   }
   const index_t nc_max = std::min<index_t>(Bk::NC, (n + Bk::NR - 1) / Bk::NR * Bk::NR);
   const index_t kc_max = std::min<index_t>(Bk::KC, k);

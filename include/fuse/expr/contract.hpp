@@ -82,6 +82,37 @@ struct is_contract_expr : std::false_type {};
 template <contract_kind K, class A, class B, class O, std::size_t R>
 struct is_contract_expr<contract_expr<K, A, B, O, R>> : std::true_type {};
 
+namespace detail {
+template <class N>
+struct has_contraction_leaf_of;
+}
+
+/// Whether an elementwise tree reads a contraction as one of its leaves (directly or through
+/// views): such a tree runs as a blocked epilogue of the contraction. Nodes with kernels of
+/// their own (reductions) end the walk: their inputs are theirs.
+template <class N>
+constexpr bool has_contraction_leaf() {
+  return detail::has_contraction_leaf_of<std::remove_cvref_t<N>>::value;
+}
+
+namespace detail {
+template <class N>
+struct has_contraction_leaf_of : std::false_type {};
+template <contract_kind K, class A, class B, class O, std::size_t R>
+struct has_contraction_leaf_of<contract_expr<K, A, B, O, R>> : std::true_type {};
+template <class Op, class... A>
+struct has_contraction_leaf_of<map_expr<Op, A...>> : std::bool_constant<(has_contraction_leaf<A>() || ...)> {};
+template <class C, std::size_t R>
+struct has_contraction_leaf_of<affine_view<C, R>> : std::bool_constant<has_contraction_leaf<C>()> {};
+template <class C, std::size_t R>
+struct has_contraction_leaf_of<reshape_view<C, R>> : std::bool_constant<has_contraction_leaf<C>()> {};
+template <class... C>
+struct has_contraction_leaf_of<concat_expr<C...>> : std::bool_constant<(has_contraction_leaf<C>() || ...)> {};
+template <class D, class I>
+struct has_contraction_leaf_of<take_expr<D, I>>
+    : std::bool_constant<has_contraction_leaf<D>() || has_contraction_leaf<I>()> {};
+}  // namespace detail
+
 // ---- compile-time checks of static shapes ------------------------------------------------------
 
 namespace detail {

@@ -1,0 +1,281 @@
+// Contractions fused with the elementwise tree that consumes them (the epilogue): the seed's
+// dense -> split -> sigmoid/tanh/exp -> multiply/add, an LSTM cell's four gates and two outputs,
+// a GRU cell's two GEMMs and six gate blocks, in one blocked pass.
+//
+// The output is cut into blocks (rows of axis 0 by columns of the last axis). For each block,
+// binding the tree asks this context for every contraction leaf it meets, with the index map
+// from the block's coordinates to the contraction's: when that map walks the contraction's rows
+// and columns with unit steps (the identity, a split or strided_slice of columns, a broadcast),
+// only the block of the contraction that the pass reads is computed, into a small buffer that
+// stays in cache, and the elementwise loop runs over it at once. The full contraction result is
+// never written to memory; each weight section is read once per row block.
+//
+// Operands are prepared once for all blocks: views are read in place (copied first when an
+// output of the pass overlaps them, since earlier blocks write while later ones still read),
+// expression operands are evaluated once. Contraction leaves the blocks cannot serve (a
+// transpose of the result, batch_matmul, rank > 2) and other nodes with kernels of their own
+// (reductions) are evaluated whole, once, before the first block writes anything.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <type_traits>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "fuse/cpu/contract.hpp"
+
+namespace fuse::cpu {
+
+/// What the blocked epilogue did on this thread: lets tests (and users) see that a tree fused.
+struct epilogue_counters {
+  std::size_t passes = 0;               ///< blocked passes run
+  std::size_t blocks = 0;               ///< blocks over all passes
+  std::size_t partial_leaves = 0;       ///< contraction blocks computed for one block each
+  std::size_t whole_leaves = 0;         ///< nodes evaluated whole (once per pass)
+  std::size_t through_temporaries = 0;  ///< passes whose outputs went through temporaries
+};
+inline thread_local epilogue_counters epilogue_stats;
+
+/// Elements in one contraction leaf's block buffer (32 Ki: 128 KiB of float, so that the gate
+/// blocks of a cell stay in L2 beside the weights streaming through). A tuning knob; tests
+/// lower it to cross many blocks with small shapes.
+inline thread_local index_t epilogue_block_elements = 32768;
+
+template <class Mode, std::size_t Q>
+struct epilogue_context {
+  /// Per materialised leaf, in bind order (the same in every block): prepared operands and the
+  /// storage its blocks (or its whole result) live in.
+  struct slot {
+    std::shared_ptr<void> operands;
+    std::shared_ptr<void> storage;
+    std::shared_ptr<void> node;  ///< a copy of the contraction node, to recognise its twins
+    index_t rows = 0, cols = 0;  ///< capacity of a block buffer
+  };
+  std::vector<slot> slots;
+  std::size_t next = 0;
+  /// Contraction blocks computed in the current block: a leaf that reads the same block of the
+  /// same contraction (split sections used by both outputs of an LSTM cell) reuses it. Nodes
+  /// are compared bit for bit: equal bits are the same operands and parameters (views do not
+  /// own memory); copies that differ only in padding are merely computed twice.
+  struct computed {
+    const void* type;
+    const void* node;
+    index_t lo0, lo1, len0, len1;
+    std::size_t slot;
+  };
+  std::vector<computed> done;
+  template <class N>
+  static const void* type_id() {
+    static const char id = 0;
+    return &id;
+  }
+  index_array<Q> block{};           ///< extents of the current block
+  detail::byte_ranges outputs;      ///< what the pass writes
+
+  template <class M, std::size_t Qm, class N, class Map>
+  auto leaf_for(const N& n, const Map& m) {
+    static_assert(Qm == Q);
+    using T = typename N::value_type;
+    using S = decltype(context<Mode>{}.materialize(n));
+    using Ev = bind::owned_leaf_eval<const T, Q, Map, shape_param_v<typename S::shape_type>>;
+    if (next == slots.size()) slots.emplace_back();
+    slot& s = slots[next++];
+    Ev e;
+    if constexpr (is_contract_expr<N>::value && N::kind != contract_kind::batch_matmul && N::rank == 2 &&
+                  bind::is_affine_map<Map>::value) {
+      // The rows and columns of the contraction this block reads: [lo, lo + len) per axis.
+      index_t lo[2], len[2];
+      bool unit = true;
+      for (std::size_t d = 0; d < 2; ++d) {
+        if (m.src[d] < 0) {
+          lo[d] = m.offset[d], len[d] = 1;
+        } else if (m.scale[d] == 1) {
+          lo[d] = m.offset[d], len[d] = block[static_cast<std::size_t>(m.src[d])];
+        } else {
+          unit = false;
+        }
+      }
+      if (unit) {
+        if constexpr (std::is_trivially_copyable_v<N>) {
+          if (!s.node) s.node = std::make_shared<N>(n);
+          for (const computed& c : done) {
+            if (c.type != type_id<N>() || c.lo0 != lo[0] || c.lo1 != lo[1] || c.len0 != len[0] || c.len1 != len[1] ||
+                std::memcmp(c.node, &n, sizeof(N)) != 0)
+              continue;
+            const slot& twin = slots[c.slot];
+            Map local = m;
+            local.offset[0] -= lo[0];
+            local.offset[1] -= lo[1];
+            const auto& buf = *std::static_pointer_cast<const S>(twin.storage);
+            static_cast<bind::leaf_eval<const T, Q, Map>&>(e) = bind::make_leaf<const T, Q>(
+                buf.data(), index_array<2>{len[0], len[1]}, index_array<2>{twin.cols, 1}, local);
+            e.storage = std::static_pointer_cast<const S>(twin.storage);
+            return e;
+          }
+        }
+        using Ops = detail::contract_operands<N>;
+        if (!s.operands) s.operands = std::make_shared<Ops>(n, Mode{}, &outputs);
+        if (!s.storage || s.rows < len[0] || s.cols < len[1]) {
+          s.rows = std::max(s.rows, len[0]);
+          s.cols = std::max(s.cols, len[1]);
+          s.storage = std::make_shared<S>(dynamic_shape<2>({s.rows, s.cols}));
+        }
+        auto& buf = *std::static_pointer_cast<S>(s.storage);
+        static_cast<const Ops&>(*std::static_pointer_cast<Ops>(s.operands))
+            .template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf.data(), s.cols, 1);
+        Map local = m;
+        local.offset[0] -= lo[0];
+        local.offset[1] -= lo[1];
+        static_cast<bind::leaf_eval<const T, Q, Map>&>(e) =
+            bind::make_leaf<const T, Q>(std::as_const(buf).data(), index_array<2>{len[0], len[1]},
+                                        index_array<2>{s.cols, 1}, local);
+        e.storage = std::static_pointer_cast<const S>(s.storage);
+        if constexpr (std::is_trivially_copyable_v<N>)
+          done.push_back({type_id<N>(), s.node.get(), lo[0], lo[1], len[0], len[1], next - 1});
+        ++epilogue_stats.partial_leaves;
+        return e;
+      }
+    }
+    // Whole, once: the first block binds before anything is written.
+    if (!s.storage) {
+      s.storage = std::make_shared<S>(context<Mode>{}.materialize(n));
+      ++epilogue_stats.whole_leaves;
+    }
+    const auto& whole = *std::static_pointer_cast<const S>(s.storage);
+    const auto v = whole.view();
+    static_cast<bind::leaf_eval<const T, Q, Map>&>(e) =
+        bind::make_leaf<const T, Q>(v.data(), v.shape().array(), v.strides(), m);
+    e.storage = std::static_pointer_cast<const S>(s.storage);
+    return e;
+  }
+};
+
+namespace detail {
+
+/// Calls f(view) for each tensor_view the elementwise part of a tree reads (not the operands of
+/// contractions or reductions: those are read before the first block writes, or copied).
+template <class N, class F>
+void for_each_epilogue_view(const N& n, F&& f) {
+  if constexpr (is_tensor_view<N>::value) {
+    f(n);
+  } else if constexpr (requires { typename N::op_type; }) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (for_each_epilogue_view(fuse::get<I>(n.args), f), ...);
+    }(std::make_index_sequence<decltype(n.args)::size>{});
+  } else if constexpr (is_affine_view<N>::value || is_reshape_view<N>::value) {
+    for_each_epilogue_view(n.child, f);
+  } else if constexpr (is_concat_expr<N>::value) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (for_each_epilogue_view(fuse::get<I>(n.children), f), ...);
+    }(std::make_index_sequence<N::count>{});
+  } else if constexpr (is_take_expr<N>::value) {
+    for_each_epilogue_view(n.data, f);
+    for_each_epilogue_view(n.indices, f);
+  }
+}
+
+/// Block extents: at most epilogue_block_elements per contraction leaf's buffer, up to 256
+/// rows (the weight sections are read once per row block), the full width when it fits.
+template <std::size_t Q>
+void epilogue_block(const index_array<Q>& ext, index_t& rows, index_t& cols) {
+  const index_t budget = std::max<index_t>(1, epilogue_block_elements);
+  const index_t n = ext[Q - 1];
+  const index_t m = Q >= 2 ? ext[0] : 1;
+  rows = std::min<index_t>({m, 256, std::max<index_t>(1, budget / 64)});
+  cols = budget / rows;
+  cols = cols >= n ? n : std::max<index_t>(8, cols / 8 * 8);
+}
+
+}  // namespace detail
+
+/// The blocked pass: outs (one shape, rank Q) = exprs, block by block.
+template <class Mode, std::size_t Q, class... T, class... E>
+void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
+                         streaming_stores streaming) {
+  constexpr std::size_t N = sizeof...(T);
+  const index_array<Q> ext = std::get<0>(outs).shape().array();
+  epilogue_context<Mode, Q> ctx;
+  // What the pass writes, and whether an input of the elementwise part reads it through other
+  // addresses than the very same elements (earlier blocks would change what later ones read).
+  bool hazard = false;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (([&] {
+       const auto& o = std::get<I>(outs);
+       const void *lo = nullptr, *hi = nullptr;
+       bind::detail::byte_range(o.data(), ext, o.strides().data(), sizeof(T), lo, hi);
+       ctx.outputs.push_back({lo, hi});
+     }()),
+     ...);
+  }(std::index_sequence_for<T...>{});
+  const auto check = [&](const auto& v) {
+    const void *lo = nullptr, *hi = nullptr;
+    const auto vext = v.shape().array();
+    bind::detail::byte_range(v.data(), vext, v.strides().data(), sizeof(*v.data()), lo, hi);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (([&] {
+         const auto& o = std::get<I>(outs);
+         const auto& r = ctx.outputs[I];
+         if (lo == hi || r.first == r.second || !(lo < r.second && r.first < hi)) return;
+         const bool same = static_cast<const void*>(v.data()) == static_cast<const void*>(o.data()) &&
+                           sizeof(*v.data()) == sizeof(T) && decltype(vext){}.size() == Q &&
+                           [&] {
+                             for (std::size_t d = 0; d < vext.size(); ++d)
+                               if (vext[d] != ext[d] || v.strides()[d] != o.strides()[d]) return false;
+                             return true;
+                           }();
+         if (!same) hazard = true;
+       }()),
+       ...);
+    }(std::index_sequence_for<T...>{});
+  };
+  std::apply([&](const auto&... e) { (detail::for_each_epilogue_view(e, check), ...); }, exprs);
+  ++epilogue_stats.passes;
+  if (hazard) {
+    ++epilogue_stats.through_temporaries;
+    // Through temporaries, copied into the real outputs at the end.
+    std::tuple<tensor<std::remove_cv_t<T>, static_cast<int>(Q)>...> temps{
+        tensor<std::remove_cv_t<T>, static_cast<int>(Q)>(dynamic_shape<Q>(ext))...};
+    auto tviews = std::apply([](auto&... t) { return std::make_tuple(tensor_view<T, static_cast<int>(Q)>(t.view())...); }, temps);
+    run_epilogue_blocks<Mode, Q>(tviews, exprs, streaming);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (run_elementwise<accurate_math_t, Q>(std::make_tuple(std::get<I>(outs)),
+                                           std::make_tuple(std::as_const(std::get<I>(temps)).view()), streaming),
+       ...);
+    }(std::index_sequence_for<T...>{});
+    return;
+  }
+
+  index_t rb = 1, cb = 1;
+  detail::epilogue_block(ext, rb, cb);
+  const index_t rows = Q >= 2 ? ext[0] : 1;
+  for (index_t i0 = 0; i0 < rows; i0 += rb) {
+    for (index_t j0 = 0; j0 < ext[Q - 1]; j0 += cb) {
+      index_array<Q> origin{}, bext = ext;
+      origin[Q - 1] = j0;
+      bext[Q - 1] = std::min(cb, ext[Q - 1] - j0);
+      if constexpr (Q >= 2) {
+        origin[0] = i0;
+        bext[0] = std::min(rb, rows - i0);
+      }
+      auto block_outs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple([&] {
+          const auto& o = std::get<I>(outs);
+          index_t off = 0;
+          for (std::size_t d = 0; d < Q; ++d) off += origin[d] * o.strides()[d];
+          return tensor_view<T, static_cast<int>(Q)>(o.data() + off, dynamic_shape<Q>(bext), o.strides());
+        }()...);
+      }(std::index_sequence_for<T...>{});
+      ctx.block = bext;
+      ctx.next = 0;
+      ctx.done.clear();
+      ++epilogue_stats.blocks;
+      run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
+    }
+  }
+  (void)N;
+}
+
+}  // namespace fuse::cpu

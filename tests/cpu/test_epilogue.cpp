@@ -1,0 +1,199 @@
+// Contractions fused with their elementwise consumers (fuse/cpu/epilogue.hpp): LSTM and GRU
+// cells (several gate blocks, two GEMMs with different K, two outputs), trees over many blocks
+// with partial tail blocks, in-place updates of the cell state, outputs that a later block would
+// read, and the trees that fall back to evaluating the contraction whole. Every result against
+// the double-precision reference; the counters prove which path ran.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "support/check.hpp"
+
+using namespace fuse;
+using fuse::test::expect_matches;
+using fuse::test::tolerance;
+
+namespace {
+
+/// Sets the blocked epilogue's buffer size for a scope: small budgets cross many blocks (one
+/// row by a few columns each) on small shapes.
+struct block_budget {
+  index_t saved = cpu::epilogue_block_elements;
+  explicit block_budget(index_t b) { cpu::epilogue_block_elements = b; }
+  ~block_budget() { cpu::epilogue_block_elements = saved; }
+  block_budget(const block_budget&) = delete;
+  block_budget& operator=(const block_budget&) = delete;
+};
+
+tolerance cell_tol(index_t k) { return {2e-6, 6e-7 * static_cast<double>(k + 1)}; }
+
+struct lstm_weights {
+  index_t batch, input, hidden;
+  tensor<float, 2> x, h, c, w;
+  tensor<float, 1> b;
+  lstm_weights(index_t bt, index_t in, index_t hd, std::uint64_t salt)
+      : batch(bt), input(in), hidden(hd),
+        x(test::random_tensor({bt, in}, salt, -1, 1)),
+        h(test::random_tensor({bt, hd}, salt + 1, -1, 1)),
+        c(test::random_tensor({bt, hd}, salt + 2, -2, 2)),
+        w(test::random_tensor({4 * hd, in + hd}, salt + 3, -0.5, 0.5)),
+        b(test::random_tensor({4 * hd}, salt + 4, -0.5, 0.5)) {}
+};
+
+/// One LSTM step as fuse expressions: gates = [x, h] W^T + b; i, f, g, o = split 4;
+/// c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c').
+auto lstm_exprs(const lstm_weights& p) {
+  auto gates = split<4>(bias_add(dense(concatenate(std::make_tuple(p.x.view(), p.h.view()), 1), p.w.view()), p.b.view()), 1);
+  auto c_next = sigmoid(gates[1]) * p.c.view() + sigmoid(gates[0]) * tanh(gates[2]);
+  auto h_next = sigmoid(gates[3]) * tanh(c_next);
+  return std::make_pair(h_next, c_next);
+}
+
+}  // namespace
+
+TEST_CASE("an LSTM cell is one blocked pass: four gate blocks, two outputs") {
+  for (auto [bt, in, hd] : {std::tuple<index_t, index_t, index_t>{1, 7, 17}, {7, 33, 100}, {64, 64, 64},
+                            {300, 9, 70}, {3, 1, 1}}) {
+    CAPTURE(bt);
+    CAPTURE(in);
+    CAPTURE(hd);
+    for (index_t budget : {index_t{32768}, index_t{40}}) {
+      CAPTURE(budget);
+      block_budget bb(budget);
+      lstm_weights p(bt, in, hd, 200 + static_cast<std::uint64_t>(bt + in + hd));
+      auto [he, ce] = lstm_exprs(p);
+      tensor<float, 2> hn({bt, hd}), cn({bt, hd});
+      cpu::epilogue_stats = {};
+      eval(outputs(hn, cn), he, ce);
+      CHECK(cpu::epilogue_stats.passes == 1);
+      CHECK(cpu::epilogue_stats.whole_leaves == 0);
+      CHECK(cpu::epilogue_stats.partial_leaves == 4 * cpu::epilogue_stats.blocks);
+      CHECK(cpu::epilogue_stats.through_temporaries == 0);
+      expect_matches(cn, reference(ce), cell_tol(in + hd), 0, "LSTM c'");
+      expect_matches(hn, reference(he), cell_tol(in + hd), 0, "LSTM h'");
+    }
+  }
+}
+
+TEST_CASE("an LSTM step updates h and c in place") {
+  block_budget bb(40);  // 33 x 2 blocks: later blocks read h after earlier ones wrote it
+  lstm_weights p(33, 20, 45, 300);
+  auto [he, ce] = lstm_exprs(p);
+  const auto h_ref = reference(he);
+  const auto c_ref = reference(ce);
+  cpu::epilogue_stats = {};
+  eval(outputs(p.h, p.c), he, ce);  // h feeds the GEMM (through the concatenation), c the gates
+  CHECK(cpu::epilogue_stats.through_temporaries == 0);
+  expect_matches(p.c, c_ref, cell_tol(65), 0, "in-place c'");
+  expect_matches(p.h, h_ref, cell_tol(65), 0, "in-place h'");
+}
+
+TEST_CASE("a GRU cell: two GEMMs with different K and six gate blocks, h updated in place") {
+  for (auto [bt, in, hd] : {std::tuple<index_t, index_t, index_t>{1, 24, 16}, {17, 7, 100}, {260, 5, 90}}) {
+    CAPTURE(bt);
+    auto x = test::random_tensor({bt, in}, 400, -1, 1);
+    auto h = test::random_tensor({bt, hd}, 401, -1, 1);
+    auto wi = test::random_tensor({3 * hd, in}, 402, -0.5, 0.5);
+    auto wh = test::random_tensor({3 * hd, hd}, 403, -0.5, 0.5);
+    auto bi = test::random_tensor({3 * hd}, 404, -0.5, 0.5);
+    auto bh = test::random_tensor({3 * hd}, 405, -0.5, 0.5);
+    auto gi = split<3>(bias_add(dense(x, wi), bi), 1);
+    auto gh = split<3>(bias_add(dense(h, wh), bh), 1);
+    const auto r = sigmoid(gi[0] + gh[0]);
+    const auto z = sigmoid(gi[1] + gh[1]);
+    const auto n = tanh(gi[2] + r * gh[2]);
+    const auto he = (1.0f - z) * n + z * h;
+    const auto ref = reference(he);
+    tensor<float, 2> out({bt, hd});
+    cpu::epilogue_stats = {};
+    eval(out, he);
+    CHECK(cpu::epilogue_stats.partial_leaves >= 6);
+    CHECK(cpu::epilogue_stats.whole_leaves == 0);
+    expect_matches(out, ref, cell_tol(in + hd), 0, "GRU h'");
+    block_budget bb(48);  // several column blocks per row: later ones read all of h's row
+    cpu::epilogue_stats = {};
+    eval(h, he);  // h is read in place by the second GEMM: it is copied before any block writes
+    CHECK(cpu::epilogue_stats.blocks == static_cast<std::size_t>(bt * ((hd + 47) / 48)));
+    CHECK(cpu::epilogue_stats.through_temporaries == 0);
+    expect_matches(h, ref, cell_tol(in + hd), 0, "GRU h' in place");
+  }
+}
+
+TEST_CASE("trees over many blocks, partial tail blocks, transposed and broadcast contraction leaves") {
+  // 260 x 300 outputs: two row blocks (256 + 4) by two column blocks (256 + 44).
+  block_budget bb(65536);
+  auto x = test::random_tensor({260, 9}, 500, -1, 1);
+  auto w = test::random_tensor({600, 9}, 501, -1, 1);
+  auto y = test::random_tensor({260, 300}, 502, -1, 1);
+  auto s = split<2>(dense(x, w), 1);
+  const auto e = sigmoid(s[0]) * y + exp(s[1] * 0.25f);
+  tensor<float, 2> out({260, 300});
+  cpu::epilogue_stats = {};
+  eval(out, e);
+  CHECK(cpu::epilogue_stats.blocks == 4);
+  CHECK(cpu::epilogue_stats.partial_leaves == 8);
+  expect_matches(out, reference(e), cell_tol(9), 0, "split gates over 4 blocks");
+
+  // The contraction read through a transpose, and a one-row contraction broadcast down the rows.
+  auto a = test::random_tensor({70, 13}, 503, -1, 1);
+  auto bw = test::random_tensor({50, 13}, 504, -1, 1);
+  auto x1 = test::random_tensor({1, 13}, 505, -1, 1);
+  auto y2 = test::random_tensor({50, 70}, 506, -1, 1);
+  const auto e2 = tanh(transpose(dense(a, bw))) + dense(x1, a) * y2;
+  tensor<float, 2> out2({50, 70});
+  cpu::epilogue_stats = {};
+  eval(out2, e2);
+  CHECK(cpu::epilogue_stats.whole_leaves == 0);
+  expect_matches(out2, reference(e2), cell_tol(13), 0, "transposed and broadcast contraction leaves");
+}
+
+TEST_CASE("contraction leaves that a block cannot serve are evaluated whole, once") {
+  auto x = test::random_tensor({12, 7}, 600, -1, 1);
+  auto w = test::random_tensor({20, 7}, 601, -1, 1);
+  auto y = test::random_tensor({10, 24}, 602, -1, 1);
+  // A reshape of the result, and a strided slice with step 2 of its columns.
+  const auto e = reshape<10, 24>(dense(x, w)) * y;
+  tensor<float, 2> out({10, 24});
+  cpu::epilogue_stats = {};
+  eval(out, e);
+  CHECK(cpu::epilogue_stats.whole_leaves == 1);
+  expect_matches(out, reference(e), cell_tol(7), 0, "reshape of a contraction");
+  const auto e2 = strided_slice(dense(x, w), {0, 0}, {12, 20}, {1, 2}) + 1.0f;
+  tensor<float, 2> out2({12, 10});
+  cpu::epilogue_stats = {};
+  eval(out2, e2);
+  CHECK(cpu::epilogue_stats.whole_leaves == 1);
+  expect_matches(out2, reference(e2), cell_tol(7), 0, "strided slice of a contraction");
+  // batch_matmul inside a tree.
+  auto qa = test::random_tensor({3, 5, 8}, 603, -1, 1);
+  auto kb = test::random_tensor({3, 6, 8}, 604, -1, 1);
+  const auto e3 = exp(batch_matmul(qa, kb) * 0.5f);
+  tensor<float, 3> out3({3, 5, 6});
+  eval(out3, e3);
+  expect_matches(out3, reference(e3), cell_tol(8), 0, "batch_matmul in a tree");
+}
+
+TEST_CASE("an output that later blocks read elsewhere goes through temporaries") {
+  auto x = test::random_tensor({300, 11}, 700, -1, 1);
+  auto w = test::random_tensor({300, 11}, 701, -1, 1);
+  auto sq = test::random_tensor({300, 300}, 702, -1, 1);
+  const auto e = transpose(sq) + dense(x, w);
+  const auto ref = reference(e);
+  cpu::epilogue_stats = {};
+  eval(sq, e);
+  CHECK(cpu::epilogue_stats.through_temporaries == 1);
+  expect_matches(sq, ref, cell_tol(11), 0, "out = transpose(out) + dense");
+}
+
+TEST_CASE("int8 contractions in a tree stay exact") {
+  auto x = test::random_tensor<std::int8_t>({37, 50}, 800, -128, 127);
+  auto w = test::random_tensor<std::int8_t>({70, 50}, 801, -128, 127);
+  for (index_t i = 0; i < 50; ++i) x.data()[i] = -128, w.data()[i] = -128;  // the largest products
+  const auto e = cast<float>(dense(x, w)) * 0.5f;
+  tensor<float, 2> out({37, 70});
+  cpu::epilogue_stats = {};
+  eval(out, e);
+  CHECK(cpu::epilogue_stats.partial_leaves >= 1);
+  expect_matches(out, reference(e), {0, 0}, 0, "int8 dense in a tree");
+}
