@@ -2,7 +2,8 @@
 // fuse/cpu/gemm.hpp. Operands that are tensors or views are read in place through their strides
 // (transposes included); operands that are other expressions are evaluated first into a
 // contiguous buffer (prologue fusion into the packing comes with the fused contraction kernel).
-// An output that overlaps an operand is computed into a temporary first.
+// An output that overlaps an operand is computed into a temporary first. Included by
+// fuse/cpu/eval.hpp after the executor it calls back into (eval_one, overlaps).
 #pragma once
 
 #include <cstdint>
@@ -58,10 +59,8 @@ struct operand_memory {
         if (avoid) {
           const void *l = nullptr, *h = nullptr;
           bind::detail::byte_range(data, ext, str.data(), sizeof(T), l, h);
-          for (std::size_t i = 0; i < avoid->size(); ++i) {
-            const auto& r = (*avoid)[i];
-            if (l != h && r.first != r.second && l < r.second && r.first < h) data = nullptr;
-          }
+          for (std::size_t i = 0; i < avoid->size(); ++i)
+            if (overlaps(l, h, (*avoid)[i].first, (*avoid)[i].second)) data = nullptr;
         }
       }
     }
@@ -136,8 +135,7 @@ void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K
                                                          : detail::flat_stride(oext, ostr, R - 1);
   const void *olo = nullptr, *ohi = nullptr;
   bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
-  const auto overlaps = [&](const void* lo, const void* hi) { return olo != ohi && lo != hi && olo < hi && lo < ohi; };
-  if (!out_rows || overlaps(ops.am.lo, ops.am.hi) || overlaps(ops.bm.lo, ops.bm.hi)) {
+  if (!out_rows || detail::overlaps(olo, ohi, ops.am.lo, ops.am.hi) || detail::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
     tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
     run_contract<Mode, Out, R>(tmp.view(), node);

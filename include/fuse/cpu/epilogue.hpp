@@ -51,70 +51,78 @@ struct epilogue_context {
   struct slot {
     std::shared_ptr<void> operands;
     std::shared_ptr<void> storage;
-    std::shared_ptr<void> node;  ///< a copy of the contraction node, to recognise its twins
     index_t rows = 0, cols = 0;  ///< capacity of a block buffer
   };
   std::vector<slot> slots;
   std::size_t next = 0;
   /// Contraction blocks computed in the current block: a leaf that reads the same block of the
   /// same contraction (split sections used by both outputs of an LSTM cell) reuses it. Nodes
-  /// are compared bit for bit: equal bits are the same operands and parameters (views do not
-  /// own memory); copies that differ only in padding are merely computed twice.
+  /// live in the tree for the whole pass and are compared bit for bit: equal bits are the same
+  /// operands and parameters (views do not own memory); copies that differ only in padding
+  /// are merely computed twice.
   struct computed {
     const void* type;
     const void* node;
-    index_t lo0, lo1, len0, len1;
+    index_array<2> lo, len;
     std::size_t slot;
   };
   std::vector<computed> done;
+  index_array<Q> block{};       ///< extents of the current block
+  detail::byte_ranges outputs;  ///< what the pass writes
+  /// Binding only to learn the layout of the leaves (the aliasing check before the blocks):
+  /// materialised leaves compute nothing and read one dummy element.
+  bool probing = false;
+
   template <class N>
   static const void* type_id() {
     static const char id = 0;
     return &id;
   }
-  index_array<Q> block{};           ///< extents of the current block
-  detail::byte_ranges outputs;      ///< what the pass writes
 
   template <class M, std::size_t Qm, class N, class Map>
   auto leaf_for(const N& n, const Map& m) {
     static_assert(Qm == Q);
     using T = typename N::value_type;
+    constexpr std::size_t R = N::rank;
     using S = decltype(context<Mode>{}.materialize(n));
     using Ev = bind::owned_leaf_eval<const T, Q, Map, shape_param_v<typename S::shape_type>>;
+    // A leaf over storage st whose element (0, 0, ...) is node coordinate `lo` (0 unless the
+    // map is affine).
+    const auto leaf_over = [&](const std::shared_ptr<void>& st, const T* data, const index_array<R>& ext,
+                               const index_array<R>& str, const index_array<R>& lo) {
+      Map local = m;
+      if constexpr (bind::is_affine_map<Map>::value)
+        for (std::size_t d = 0; d < R; ++d) local.offset[d] -= lo[d];
+      Ev e;
+      static_cast<bind::leaf_eval<const T, Q, Map>&>(e) = bind::make_leaf<const T, Q>(data, ext, str, local);
+      e.storage = std::static_pointer_cast<const S>(st);
+      return e;
+    };
+    if (probing) {
+      static const T dummy{};
+      return leaf_over(nullptr, &dummy, index_array<R>{}, index_array<R>{}, index_array<R>{});
+    }
     if (next == slots.size()) slots.emplace_back();
     slot& s = slots[next++];
-    Ev e;
-    if constexpr (is_contract_expr<N>::value && N::kind != contract_kind::batch_matmul && N::rank == 2 &&
+    if constexpr (is_contract_expr<N>::value && N::kind != contract_kind::batch_matmul && R == 2 &&
                   bind::is_affine_map<Map>::value) {
       // The rows and columns of the contraction this block reads: [lo, lo + len) per axis.
-      index_t lo[2], len[2];
+      index_array<2> lo{}, len{};
       bool unit = true;
       for (std::size_t d = 0; d < 2; ++d) {
-        if (m.src[d] < 0) {
-          lo[d] = m.offset[d], len[d] = 1;
-        } else if (m.scale[d] == 1) {
-          lo[d] = m.offset[d], len[d] = block[static_cast<std::size_t>(m.src[d])];
-        } else {
-          unit = false;
-        }
+        lo[d] = m.offset[d];
+        if (m.src[d] < 0) len[d] = 1;
+        else if (m.scale[d] == 1) len[d] = block[static_cast<std::size_t>(m.src[d])];
+        else unit = false;
       }
       if (unit) {
         if constexpr (std::is_trivially_copyable_v<N>) {
-          if (!s.node) s.node = std::make_shared<N>(n);
-          for (const computed& c : done) {
-            if (c.type != type_id<N>() || c.lo0 != lo[0] || c.lo1 != lo[1] || c.len0 != len[0] || c.len1 != len[1] ||
-                std::memcmp(c.node, &n, sizeof(N)) != 0)
-              continue;
-            const slot& twin = slots[c.slot];
-            Map local = m;
-            local.offset[0] -= lo[0];
-            local.offset[1] -= lo[1];
-            const auto& buf = *std::static_pointer_cast<const S>(twin.storage);
-            static_cast<bind::leaf_eval<const T, Q, Map>&>(e) = bind::make_leaf<const T, Q>(
-                buf.data(), index_array<2>{len[0], len[1]}, index_array<2>{twin.cols, 1}, local);
-            e.storage = std::static_pointer_cast<const S>(twin.storage);
-            return e;
-          }
+          for (const computed& c : done)
+            if (c.type == type_id<N>() && c.lo == lo && c.len == len && std::memcmp(c.node, &n, sizeof(N)) == 0) {
+              const slot& twin = slots[c.slot];
+              return leaf_over(twin.storage, std::static_pointer_cast<const S>(twin.storage)->data(), len,
+                               index_array<2>{twin.cols, 1}, lo);
+            }
         }
         using Ops = detail::contract_operands<N>;
         if (!s.operands) s.operands = std::make_shared<Ops>(n, Mode{}, &outputs);
@@ -123,20 +131,12 @@ struct epilogue_context {
           s.cols = std::max(s.cols, len[1]);
           s.storage = std::make_shared<S>(dynamic_shape<2>({s.rows, s.cols}));
         }
-        auto& buf = *std::static_pointer_cast<S>(s.storage);
-        static_cast<const Ops&>(*std::static_pointer_cast<Ops>(s.operands))
-            .template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf.data(), s.cols, 1);
-        Map local = m;
-        local.offset[0] -= lo[0];
-        local.offset[1] -= lo[1];
-        static_cast<bind::leaf_eval<const T, Q, Map>&>(e) =
-            bind::make_leaf<const T, Q>(std::as_const(buf).data(), index_array<2>{len[0], len[1]},
-                                        index_array<2>{s.cols, 1}, local);
-        e.storage = std::static_pointer_cast<const S>(s.storage);
-        if constexpr (std::is_trivially_copyable_v<N>)
-          done.push_back({type_id<N>(), s.node.get(), lo[0], lo[1], len[0], len[1], next - 1});
+        T* buf = std::static_pointer_cast<S>(s.storage)->data();
+        std::static_pointer_cast<const Ops>(s.operands)
+            ->template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf, s.cols, 1);
+        if constexpr (std::is_trivially_copyable_v<N>) done.push_back({type_id<N>(), &n, lo, len, next - 1});
         ++epilogue_stats.partial_leaves;
-        return e;
+        return leaf_over(s.storage, buf, len, index_array<2>{s.cols, 1}, lo);
       }
     }
     // Whole, once: the first block binds before anything is written.
@@ -144,38 +144,12 @@ struct epilogue_context {
       s.storage = std::make_shared<S>(context<Mode>{}.materialize(n));
       ++epilogue_stats.whole_leaves;
     }
-    const auto& whole = *std::static_pointer_cast<const S>(s.storage);
-    const auto v = whole.view();
-    static_cast<bind::leaf_eval<const T, Q, Map>&>(e) =
-        bind::make_leaf<const T, Q>(v.data(), v.shape().array(), v.strides(), m);
-    e.storage = std::static_pointer_cast<const S>(s.storage);
-    return e;
+    const auto v = std::static_pointer_cast<const S>(s.storage)->view();
+    return leaf_over(s.storage, v.data(), v.shape().array(), v.strides(), index_array<R>{});
   }
 };
 
 namespace detail {
-
-/// Calls f(view) for each tensor_view the elementwise part of a tree reads (not the operands of
-/// contractions or reductions: those are read before the first block writes, or copied).
-template <class N, class F>
-void for_each_epilogue_view(const N& n, F&& f) {
-  if constexpr (is_tensor_view<N>::value) {
-    f(n);
-  } else if constexpr (requires { typename N::op_type; }) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (for_each_epilogue_view(fuse::get<I>(n.args), f), ...);
-    }(std::make_index_sequence<decltype(n.args)::size>{});
-  } else if constexpr (is_affine_view<N>::value || is_reshape_view<N>::value) {
-    for_each_epilogue_view(n.child, f);
-  } else if constexpr (is_concat_expr<N>::value) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (for_each_epilogue_view(fuse::get<I>(n.children), f), ...);
-    }(std::make_index_sequence<N::count>{});
-  } else if constexpr (is_take_expr<N>::value) {
-    for_each_epilogue_view(n.data, f);
-    for_each_epilogue_view(n.indices, f);
-  }
-}
 
 /// Block extents: at most epilogue_block_elements per contraction leaf's buffer, up to 256
 /// rows (the weight sections are read once per row block), the full width when it fits.
@@ -195,12 +169,8 @@ void epilogue_block(const index_array<Q>& ext, index_t& rows, index_t& cols) {
 template <class Mode, std::size_t Q, class... T, class... E>
 void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
                          streaming_stores streaming) {
-  constexpr std::size_t N = sizeof...(T);
   const index_array<Q> ext = std::get<0>(outs).shape().array();
   epilogue_context<Mode, Q> ctx;
-  // What the pass writes, and whether an input of the elementwise part reads it through other
-  // addresses than the very same elements (earlier blocks would change what later ones read).
-  bool hazard = false;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (([&] {
        const auto& o = std::get<I>(outs);
@@ -210,28 +180,21 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
      }()),
      ...);
   }(std::index_sequence_for<T...>{});
-  const auto check = [&](const auto& v) {
-    const void *lo = nullptr, *hi = nullptr;
-    const auto vext = v.shape().array();
-    bind::detail::byte_range(v.data(), vext, v.strides().data(), sizeof(*v.data()), lo, hi);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (([&] {
-         const auto& o = std::get<I>(outs);
-         const auto& r = ctx.outputs[I];
-         if (lo == hi || r.first == r.second || !(lo < r.second && r.first < hi)) return;
-         const bool same = static_cast<const void*>(v.data()) == static_cast<const void*>(o.data()) &&
-                           sizeof(*v.data()) == sizeof(T) && decltype(vext){}.size() == Q &&
-                           [&] {
-                             for (std::size_t d = 0; d < vext.size(); ++d)
-                               if (vext[d] != ext[d] || v.strides()[d] != o.strides()[d]) return false;
-                             return true;
-                           }();
-         if (!same) hazard = true;
-       }()),
-       ...);
-    }(std::index_sequence_for<T...>{});
-  };
-  std::apply([&](const auto&... e) { (detail::for_each_epilogue_view(e, check), ...); }, exprs);
+  index_t rb = 1, cb = 1;
+  detail::epilogue_block(ext, rb, cb);
+  const index_t rows = Q >= 2 ? ext[0] : 1;
+  // Earlier blocks write while later ones read: an input of the elementwise part that shares
+  // memory with an output other than element for element (the rule of a single pass, applied
+  // to the whole iteration space) sends the outputs through temporaries. A single block is a
+  // single pass, whose own plan handles that. Contraction operands are prepared before any
+  // write (copied when an output overlaps them).
+  bool hazard = false;
+  if (rows > rb || ext[Q - 1] > cb) {
+    ctx.probing = true;
+    const auto layout = detail::plan_for<Q>(outs, detail::bind_pass<Mode, Q>(ctx, exprs, ext, index_array<Q>{}), ext);
+    ctx.probing = false;
+    for (std::size_t o = 0; o < layout.through_temp.size(); ++o) hazard = hazard || layout.through_temp[o];
+  }
   ++epilogue_stats.passes;
   if (hazard) {
     ++epilogue_stats.through_temporaries;
@@ -248,9 +211,6 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
     return;
   }
 
-  index_t rb = 1, cb = 1;
-  detail::epilogue_block(ext, rb, cb);
-  const index_t rows = Q >= 2 ? ext[0] : 1;
   for (index_t i0 = 0; i0 < rows; i0 += rb) {
     for (index_t j0 = 0; j0 < ext[Q - 1]; j0 += cb) {
       index_array<Q> origin{}, bext = ext;
@@ -275,7 +235,6 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
       run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
     }
   }
-  (void)N;
 }
 
 }  // namespace fuse::cpu

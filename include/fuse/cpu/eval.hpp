@@ -171,9 +171,9 @@ index_array<Q> retarget_strides(const index_array<Q>& s, const index_array<Q>& p
   return r;
 }
 
-/// Do two byte ranges overlap?
+/// Do two byte ranges overlap? (An empty range overlaps nothing.)
 inline bool overlaps(const void* alo, const void* ahi, const void* blo, const void* bhi) {
-  return alo < bhi && blo < ahi;
+  return alo != ahi && blo != bhi && alo < bhi && blo < ahi;
 }
 
 template <std::size_t Q>
@@ -307,6 +307,39 @@ template <class Mode, std::size_t Q, class... T, class... E>
 void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
                          streaming_stores streaming);
 
+namespace detail {
+
+/// The evaluators of exprs over the block of the full iteration space `full` at `origin`.
+template <class Mode, std::size_t Q, class Ctx, class... E>
+auto bind_pass(Ctx& ctx, const std::tuple<E...>& exprs, const index_array<Q>& full, const index_array<Q>& origin) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(bind::bind<Mode>(
+        std::get<I>(exprs),
+        translated(bind::affine_map<Q, std::tuple_element_t<I, std::tuple<E...>>::rank>::broadcast(
+                       std::get<I>(exprs).shape().array(), full),
+                   origin),
+        ctx)...);
+  }(std::index_sequence_for<E...>{});
+}
+
+/// Aliasing and loop shape of a pass over outs (extents ext) with evaluators evs: plan_pass's
+/// decision, which is shared by every tree of rank Q.
+template <std::size_t Q, class... T, class Evs>
+pass_plan<Q> plan_for(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& outs, const Evs& evs,
+                      const index_array<Q>& ext) {
+  small_vector<out_state<Q>, 8> os;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (os.push_back(out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}), ...);
+  }(std::index_sequence_for<T...>{});
+  small_vector<bind::leaf_info, 16> leaves;
+  std::apply([&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); }, evs);
+  // Concatenations and takes keep the iteration space as it is, even over folded leaves.
+  const bool tree_folded = std::apply([](const auto&... ev) { return (ev.all_folded() && ...); }, evs);
+  return plan_pass(ext, os, leaves, tree_folded);
+}
+
+}  // namespace detail
+
 /// One pass of the loop nest over outs, which are the block of the full iteration space `full`
 /// that starts at `origin` (the whole of it, at 0, except in a blocked epilogue).
 template <class Mode, std::size_t Q, class Ctx, class... T, class... E>
@@ -315,25 +348,8 @@ void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs,
   using A = simd::default_arch;
   constexpr std::size_t N = sizeof...(T);
   const index_array<Q> ext = std::get<0>(outs).shape().array();
-  auto evs = [&]<std::size_t... I>(std::index_sequence<I...>) {
-    return std::make_tuple(bind::bind<Mode>(
-        std::get<I>(exprs),
-        detail::translated(bind::affine_map<Q, std::tuple_element_t<I, std::tuple<E...>>::rank>::broadcast(
-                               std::get<I>(exprs).shape().array(), full),
-                           origin),
-        ctx)...);
-  }(std::index_sequence_for<E...>{});
-
-  // --- aliasing and loop shape (decided by plan_pass, shared by every tree of rank Q) ----------------------
-  small_vector<detail::out_state<Q>, 8> os;
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (os.push_back(detail::out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}), ...);
-  }(std::index_sequence_for<T...>{});
-  small_vector<bind::leaf_info, 16> leaves;
-  std::apply([&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); }, evs);
-  // Concatenations and takes keep the iteration space as it is, even over folded leaves.
-  const bool tree_folded = std::apply([](const auto&... ev) { return (ev.all_folded() && ...); }, evs);
-  const auto plan = detail::plan_pass(ext, os, leaves, tree_folded);
+  auto evs = detail::bind_pass<Mode, Q>(ctx, exprs, full, origin);
+  const auto plan = detail::plan_for<Q>(outs, evs, ext);
 
   // Outputs that must not be written while their inputs are read go through a temporary.
   std::tuple<std::optional<tensor<std::remove_cv_t<T>, static_cast<int>(Q)>>...> temps;

@@ -139,7 +139,8 @@ FUSE_HD FUSE_FORCE_INLINE V sigmoid(V x) noexcept {
     const V u = detail::table_offset(t, a, k);
     const V u2 = u * u;
     // (c0 + c1 u) + u^2 R: c0 + c1 u rounds once, then the sum.
-    const V g = P::fma(u2, detail::table_tail<7>(t, k, u, u2), P::fma(P::lookup16(t[2], k), u, P::lookup16(t[1], k)));
+    const V g = P::fma(u2, detail::table_tail<7>(t, k, u, u2),
+                       P::fma(detail::table_row(t, 2, k), u, detail::table_row(t, 1, k)));
 #else
     // Without FMA every product rounds; carrying the slope in two floats keeps it under 2 ULP.
     const V a = P::abs_clamp(x, detail::sigmoid_table_end);
