@@ -17,6 +17,7 @@
 #include "fuse/core/shape.hpp"
 #include "fuse/core/tensor.hpp"
 #include "fuse/cpu/eval.hpp"
+#include "fuse/cpu/pack.hpp"
 #include "fuse/expr/contract.hpp"
 #include "fuse/expr/elementwise.hpp"
 #include "fuse/expr/reduce.hpp"

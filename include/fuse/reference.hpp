@@ -327,6 +327,8 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
     return at(e.data, y);
   } else if constexpr (is_contract_expr<E>::value) {
     return contract_at(e, x);
+  } else if constexpr (requires { typename E::packed_weight_tag; }) {
+    return static_cast<double>(e.element(x[0], x[1]));
   } else if constexpr (requires { e.reduced; }) {
     return reduce_at(e, x);
   } else if constexpr (requires { e.gamma; }) {

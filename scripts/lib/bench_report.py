@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections import OrderedDict
 
-FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast"]
+FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast", "fused_unpacked"]
 ANCHORS = ["unfused", "unfused_nt", "eigen", "openblas", "tvm"]
 FLOORS = ["floor", "floor_nt"]
 KNOWN = set(FUSE_VARIANTS + ANCHORS + FLOORS)
@@ -35,6 +35,7 @@ def parse(name):
 def load(files):
     groups = OrderedDict()
     per_item = {}
+    flops = set()  # (group, variant) whose items are FLOPs: they carry a "FLOP" rate counter
     context = None
     for f in files:
         with open(f) as fh:
@@ -42,6 +43,9 @@ def load(files):
         context = context or data.get("context", {})
         for b in data.get("benchmarks", []):
             if b.get("run_type") == "aggregate":
+                continue
+            if b.get("error_occurred"):
+                print(f"skipped {b['name']}: {b.get('error_message', 'error')}", file=sys.stderr)
                 continue
             group, variant = parse(b["name"])
             if group is None:
@@ -53,9 +57,12 @@ def load(files):
             if "items_per_second" in b and b["items_per_second"] > 0:
                 # Items per iteration: Google Benchmark divides items by the time it measures
                 # (real time with UseRealTime, else CPU time); ns per item from the min time.
-                measured = b["real_time"] if b["name"].endswith("/real_time") else b["cpu_time"]
+                timed = b["name"].endswith(("/real_time", "/manual_time"))
+                measured = b["real_time"] if timed else b["cpu_time"]
                 items = b["items_per_second"] * measured * scale / 1e9
                 per_item[(group, variant)] = g[variant] / items
+                if "FLOP" in b:
+                    flops.add((group, variant))
     # Random interleaving scrambles the order of runs in the JSON: put groups in a stable order
     # (by name, numbers compared as numbers) and each group's variants in the order of the lists
     # above.
@@ -64,7 +71,7 @@ def load(files):
     rank = {v: i for i, v in enumerate(FUSE_VARIANTS + ANCHORS + FLOORS)}
     groups = OrderedDict((k, OrderedDict(sorted(groups[k].items(), key=lambda kv: rank[kv[0]])))
                          for k in sorted(groups, key=natural))
-    return groups, per_item, context
+    return groups, per_item, flops, context
 
 
 def fmt_time(ns):
@@ -76,14 +83,24 @@ def fmt_time(ns):
 
 def main():
     out_dir, files = sys.argv[1], sys.argv[2:]
-    groups, per_item, context = load(files)
+    groups, per_item, flops, context = load(files)
     lines = []
     chart = []  # (label, ratio)
     # One row per fuse variant; one column per anchor present anywhere: time(anchor)/time(fuse),
     # and the floor column time(fuse)/time(floor).
     anchors = [a for a in ANCHORS if any(a in g for g in groups.values())]
     floors = [f for f in FLOORS if any(f in g for g in groups.values())]
-    head = ["benchmark", "fuse", "time", "ns/item"] + [f"{a} / fuse" for a in anchors] + [f"fuse / {f}" for f in floors]
+    # Benchmarks whose items are FLOPs (contractions) also get a GFLOP/s column.
+    rate_col = ["GFLOP/s"] if flops else []
+
+    def rate(group, v):
+        if not rate_col:
+            return ""
+        ni = per_item.get((group, v))
+        return f" {1 / ni:.1f} |" if (group, v) in flops and ni else " |"
+
+    head = (["benchmark", "fuse", "time", "ns/item"] + rate_col + [f"{a} / fuse" for a in anchors]
+            + [f"fuse / {f}" for f in floors])
     lines.append("| " + " | ".join(head) + " |")
     lines.append("|" + "---|" * 2 + "---:|" * (len(head) - 2))
     anchor_lines = []
@@ -92,6 +109,7 @@ def main():
             if v not in FUSE_VARIANTS:
                 ni = per_item.get((group, v))
                 anchor_lines.append(f"| {group} | *{v}* | {fmt_time(t)} | {'' if ni is None else f'{ni:.3f}'} |"
+                                    + rate(group, v)
                                     + " |" * (len(anchors) + len(floors)))
                 continue
             cells = []
@@ -109,7 +127,8 @@ def main():
                 else:
                     cells.append("")
             ni = per_item.get((group, v))
-            lines.append(f"| {group} | {v} | {fmt_time(t)} | {'' if ni is None else f'{ni:.3f}'} | " + " | ".join(cells) + " |")
+            lines.append(f"| {group} | {v} | {fmt_time(t)} | {'' if ni is None else f'{ni:.3f}'} |" + rate(group, v)
+                         + " " + " | ".join(cells) + " |")
     table = "\n".join(lines + anchor_lines)
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "report.md"), "w") as fh:

@@ -73,6 +73,12 @@ int main() {
   fuse::tensor<std::int8_t, 2> x({2, 3});
   auto y = fuse::dense(x, a);  // int8 x float
   (void)y;
+#elif defined(FUSE_CASE_PACKED_ELEMENTWISE)
+  const auto wp = fuse::pack(d);
+  fuse::eval(d, wp.view() * 2.0f);  // packed weights read by an elementwise tree
+#elif defined(FUSE_CASE_PACKED_TEMPORARY)
+  auto y = fuse::dense(d, fuse::pack(d));  // the packing is freed at the end of the statement
+  (void)y;
 #endif
   return 0;
 }

@@ -83,6 +83,11 @@ auto bind(const Node& n, const Map& m, Ctx& ctx) {
     e.mode = n.mode;
     (void)Rt;
     return e;
+  } else if constexpr (requires { typename Node::packed_weight_tag; }) {
+    static_assert(sizeof(Node) == 0,
+                  "fuse: packed weights (fuse::pack) are only the weight operand of fuse::dense or "
+                  "fuse::matmul(x, w, false, true); an elementwise expression must read the unpacked tensor");
+    return n;
   } else if constexpr (materialized_node<Node> && requires { ctx.template leaf_for<Mode, Q>(n, m); }) {
     // The context builds the leaf itself: the CPU's blocked epilogue computes only the block
     // of a contraction that the current pass reads.

@@ -8,11 +8,14 @@
 
 #include <cstdint>
 #include <optional>
+#include <memory>
 #include <utility>
 
 #include "fuse/bind/evaluators.hpp"
 #include "fuse/core/small_vector.hpp"
 #include "fuse/cpu/gemm.hpp"
+#include "fuse/cpu/gemm_int8.hpp"
+#include "fuse/cpu/packed.hpp"
 #include "fuse/expr/contract.hpp"
 
 namespace fuse::cpu {
@@ -74,6 +77,20 @@ struct operand_memory {
   }
 };
 
+/// Packed weights (fuse::pack) as B: read in place, in the GEMM's own layout; private memory
+/// that no output can overlap.
+template <class E>
+struct packed_operand {
+  E view;
+  const void* lo = nullptr;
+  const void* hi = nullptr;
+  template <class Mode>
+  packed_operand(const E& e, std::size_t, Mode, const byte_ranges* = nullptr) : view(e) {}
+};
+
+template <class Node>
+using Out_t = typename Node::value_type;
+
 /// A contraction's operands in memory with A read as [M, K] and B as [K, N] (per batch):
 /// element (i, k) of batch b at a_data + b * a_bs + i * a_rs + k * a_cs, and likewise for B.
 template <class Node>
@@ -81,9 +98,21 @@ struct contract_operands {
   using A = typename Node::a_type;
   using B = typename Node::b_type;
   static constexpr contract_kind K = Node::kind;
+  static constexpr bool packed_b = is_packed_view<B>::value;
   operand_memory<A> am;
-  operand_memory<B> bm;
+  std::conditional_t<packed_b, packed_operand<B>, operand_memory<B>> bm;
   index_t a_rs = 0, a_cs = 0, a_bs = 0, b_ks = 0, b_ns = 0, b_bs = 0;
+
+  /// Set when several products read the same rows of A (the gate blocks of a fused cell, each
+  /// a different column range of one contraction): A's rows are then packed once per row block
+  /// and reused, instead of once per product.
+  bool share_packed_a = false;
+  struct packed_rows {
+    std::unique_ptr<gemm::detail::aligned_buffer<Out_t<Node>>> buf;
+    std::size_t capacity = 0;
+    index_t bi = -1, i0 = -1, m = -1;
+  };
+  mutable packed_rows a_rows;
 
   template <class Mode>
   contract_operands(const Node& node, Mode, const byte_ranges* avoid = nullptr)
@@ -105,8 +134,10 @@ struct contract_operands {
         a_rs = *flat_stride(am.ext, am.str, A::rank - 1);
         a_cs = am.str[A::rank - 1];
       }
-      b_ks = node.trans_b ? bm.str[1] : bm.str[0];
-      b_ns = node.trans_b ? bm.str[0] : bm.str[1];
+      if constexpr (!packed_b) {
+        b_ks = node.trans_b ? bm.str[1] : bm.str[0];
+        b_ns = node.trans_b ? bm.str[0] : bm.str[1];
+      }
     }
   }
 
@@ -114,9 +145,38 @@ struct contract_operands {
   template <class Out>
   void multiply(const Node& node, index_t bi, index_t i0, index_t m, index_t j0, index_t n, Out* c, index_t rs,
                 index_t cs) const {
-    gemm::gemm<Out>(m, n, node.k,
-                    gemm::strided<typename A::value_type>{am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs},
-                    gemm::strided<typename B::value_type>{bm.data + bi * b_bs + j0 * b_ns, b_ks, b_ns}, c, rs, cs);
+    const gemm::strided<typename A::value_type> a{am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
+    const Out* a_packed = nullptr;
+    if constexpr (std::is_floating_point_v<Out> && std::is_same_v<typename A::value_type, Out>) {
+      // Shared rows, when the product is not one the direct (unpacked) form takes and the
+      // packing stays within a few MiB.
+      const index_t elems = gemm::packed_a_size<Out>(m, node.k);
+      if (share_packed_a && m > 4 && m * n * node.k > 32768 && elems <= (index_t{1} << 20)) {
+        if (a_rows.bi != bi || a_rows.i0 != i0 || a_rows.m != m) {
+          if (a_rows.capacity < static_cast<std::size_t>(elems)) {
+            a_rows.buf = std::make_unique<gemm::detail::aligned_buffer<Out>>(static_cast<std::size_t>(elems));
+            a_rows.capacity = static_cast<std::size_t>(elems);
+          }
+          gemm::pack_a_ahead<Out>(a_rows.buf->p, a, m, node.k);
+          a_rows.bi = bi;
+          a_rows.i0 = i0;
+          a_rows.m = m;
+        }
+        a_packed = a_rows.buf->p;
+      }
+    }
+    if constexpr (packed_b)
+      gemm::gemm_prepacked<Out>(m, n, node.k, a, bm.view.data, bm.view.ldp, j0, c, rs, cs, a_packed);
+    else {
+      using TA = typename A::value_type;
+      using TB = typename B::value_type;
+      const gemm::strided<TB> b{bm.data + bi * b_bs + j0 * b_ns, b_ks, b_ns};
+      // 8-bit operands: the VNNI kernel (vpmaddwd where the CPU lacks VNNI).
+      if constexpr (std::is_same_v<Out, std::int32_t> && sizeof(TA) == 1 && sizeof(TB) == 1)
+        gemm::gemm_int8<TA, TB>(m, n, node.k, a, b, c, rs, cs);
+      else
+        gemm::gemm<Out>(m, n, node.k, a, b, c, rs, cs, a_packed);
+    }
   }
 };
 

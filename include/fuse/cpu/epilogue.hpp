@@ -49,6 +49,8 @@ struct epilogue_context {
   /// Per materialised leaf, in bind order (the same in every block): prepared operands and the
   /// storage its blocks (or its whole result) live in.
   struct slot {
+    const void* type = nullptr;  ///< the contraction node whose operands these are
+    const void* node = nullptr;
     std::shared_ptr<void> operands;
     std::shared_ptr<void> storage;
     index_t rows = 0, cols = 0;  ///< capacity of a block buffer
@@ -125,7 +127,21 @@ struct epilogue_context {
             }
         }
         using Ops = detail::contract_operands<N>;
-        if (!s.operands) s.operands = std::make_shared<Ops>(n, Mode{}, &outputs);
+        if (!s.operands) {
+          // Leaves of one contraction (the sections of a split) share its prepared operands,
+          // and with them its rows of A packed once per row block.
+          if constexpr (std::is_trivially_copyable_v<N>)
+            for (std::size_t o = 0; o + 1 < next && !s.operands; ++o)
+              if (slots[o].type == type_id<N>() && std::memcmp(slots[o].node, &n, sizeof(N)) == 0)
+                s.operands = slots[o].operands;
+          if (!s.operands) {
+            auto ops = std::make_shared<Ops>(n, Mode{}, &outputs);
+            ops->share_packed_a = true;
+            s.operands = std::move(ops);
+          }
+          s.type = type_id<N>();
+          s.node = &n;
+        }
         if (!s.storage || s.rows < len[0] || s.cols < len[1]) {
           s.rows = std::max(s.rows, len[0]);
           s.cols = std::max(s.cols, len[1]);
@@ -160,7 +176,8 @@ void epilogue_block(const index_array<Q>& ext, index_t& rows, index_t& cols) {
   const index_t m = Q >= 2 ? ext[0] : 1;
   rows = std::min<index_t>({m, 256, std::max<index_t>(1, budget / 64)});
   cols = budget / rows;
-  cols = cols >= n ? n : std::max<index_t>(8, cols / 8 * 8);
+  // Whole GEMM panels (32 columns), so that packed weights are read from panel boundaries.
+  cols = cols >= n ? n : (cols >= 64 ? cols / 32 * 32 : std::max<index_t>(8, cols / 8 * 8));
 }
 
 }  // namespace detail

@@ -1,12 +1,16 @@
 // The CPU GEMM: C[m, n] = sum_k A(m, k) B(k, n) over strided operands, packed panels and a
 // register-blocked micro-kernel on xsimd batches (vectorized along n, the contiguous axis of
-// the output, where epilogues will run).
+// the output, where epilogues run).
 //
-// Blocking (Goto's scheme): for each block of NC columns and KC of the reduction, B is packed
-// into panels of NR columns (zero padded), then for each block of MC rows A is packed into
-// panels of MR rows; the micro-kernel keeps an MR x NR tile of C in registers over the KC steps.
-// Packing reads any strides (transposed operands cost nothing extra) and converts the element
-// type to the accumulator's (int8/uint8 -> int32 for the exact integer product).
+// Blocking (Goto's scheme, loops in BLIS's order): for each block of NC columns and KC of the
+// reduction, B is packed into panels of NR columns (zero padded); for each block of MC rows, A
+// is packed into panels of MR rows; then each B panel (KC x NR, in L1) is swept by every A
+// panel of the block (MC x KC, in L2), the micro-kernel keeping an MR x NR tile of C in
+// registers over the KC steps. Packing reads any strides (transposed operands cost nothing
+// extra) and converts the element type to the accumulator's (int8/uint8 -> int32).
+//
+// B may also come packed ahead of time (fuse::pack): whole-K panels in the same layout, read
+// in place, so that constant weights are never repacked.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +20,9 @@
 #include <new>
 #include <type_traits>
 #include <xsimd/xsimd.hpp>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 #include "fuse/core/config.hpp"
 
@@ -29,16 +36,49 @@ struct strided {
   FUSE_FORCE_INLINE const T& operator()(index_t i, index_t j) const { return data[i * rs + j * cs]; }
 };
 
+#ifndef FUSE_GEMM_KC
+#define FUSE_GEMM_KC 512
+#endif
+#ifndef FUSE_GEMM_MC
+#define FUSE_GEMM_MC 192
+#endif
+#ifndef FUSE_GEMM_NC
+#define FUSE_GEMM_NC 4096
+#endif
+
 template <class Acc>
 struct blocking {
   using batch = xsimd::batch<Acc>;
   static constexpr int W = static_cast<int>(batch::size);
   static constexpr int NRV = 2;                       ///< vectors per micro-tile row
   static constexpr int NR = W * NRV;                  ///< micro-tile columns
-  static constexpr int MR = sizeof(batch) >= 64 ? 12 : 6;  ///< rows: 2*MR accumulators + 3 fit the registers
-  static constexpr index_t KC = 384 * 4 / static_cast<index_t>(sizeof(Acc) < 4 ? 4 : sizeof(Acc));
-  static constexpr index_t MC = MR * 8;
-  static constexpr index_t NC = NR * 64;
+  /// Rows: 2*MR accumulators + 2 B vectors (+1 broadcast) fit the registers (32 with AVX-512,
+  /// 16 otherwise).
+  static constexpr int MR = sizeof(batch) >= 64 ? 12 : 6;
+  /// The reduction block: a B panel (KC x NR) stays in L1 while every A panel sweeps it (at
+  /// most KC; kc_for() splits K into equal blocks).
+  static constexpr index_t KC = FUSE_GEMM_KC * 4 / static_cast<index_t>(sizeof(Acc) < 4 ? 4 : sizeof(Acc));
+  static constexpr index_t MC = FUSE_GEMM_MC / MR * MR;  ///< rows per A block (MC x KC in L2)
+  static constexpr index_t NC = FUSE_GEMM_NC / NR * NR;  ///< columns per B block (KC x NC in L3)
+
+  /// The width of the A panel holding h <= MR rows: the last panel of a block is narrowed to a
+  /// multiple of 4 rows so that a 4-row tail (64 = 5*12 + 4) does not cost a 12-row tile.
+  /// The reduction block for a reduction of k: K cut into equal blocks of at most KC (768 is
+  /// two blocks of 384 rather than 512 + 256), a multiple of 8.
+  static constexpr index_t kc_for(index_t k) {
+    const index_t blocks = (k + KC - 1) / KC;
+    return std::min<index_t>(KC, ((k + blocks - 1) / blocks + 7) / 8 * 8);
+  }
+
+  static constexpr int panel_rows(index_t h) { return h > 8 || MR <= 8 ? MR : (h > 4 ? 8 : 4); }
+};
+
+/// B as packed panels: the panel of columns [p NR, p NR + NR) starts at data + p * panel_stride,
+/// its row k at + k * NR (NR values, zero past the last column).
+template <class Acc>
+struct panels {
+  const Acc* data;
+  index_t panel_stride;
 };
 
 namespace detail {
@@ -53,49 +93,131 @@ struct aligned_buffer {
   aligned_buffer& operator=(const aligned_buffer&) = delete;
 };
 
-/// B rows [k0, k0 + kc), columns [j0, j0 + nc) into panels of NR columns: panel p holds
-/// kc rows of NR values (columns past n are zero).
-template <class Acc, class TB>
-void pack_b(Acc* dst, strided<TB> b, index_t k0, index_t kc, index_t j0, index_t nc) {
+#if defined(__AVX512F__)
+/// r[i][j] <- r[j][i] for a 16 x 16 block of floats: pairs of lanes, then of pairs, then of
+/// 128-bit quarters, twice (four rounds of 16 shuffles).
+FUSE_FORCE_INLINE void transpose16(__m512 r[16]) {
+  __m512 t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4)
+    for (int j = 0; j < 2; ++j) {
+      r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + j]), _mm512_castps_pd(t[i + j + 2])));
+      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + j]), _mm512_castps_pd(t[i + j + 2])));
+    }
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+  }
+}
+#endif
+
+/// B rows [k0, k0 + kc), columns [j0, j0 + nc) into panels of NR columns, panel p at
+/// dst + p * panel_stride. `src(k, j)` reads B.
+template <class Acc, class Src>
+void pack_b(Acc* dst, index_t panel_stride, const Src& src, index_t k0, index_t kc, index_t j0, index_t nc,
+            bool k_contiguous) {
   constexpr int NR = blocking<Acc>::NR;
   for (index_t jp = 0; jp < nc; jp += NR) {
     const index_t w = std::min<index_t>(NR, nc - jp);
-    Acc* panel = dst + jp * kc;
-    for (index_t k = 0; k < kc; ++k) {
-      Acc* row = panel + k * NR;
-      const TB* src = &b(k0 + k, j0 + jp);
-      if (b.cs == 1) {
-        for (index_t j = 0; j < w; ++j) row[j] = static_cast<Acc>(src[j]);
-      } else {
-        for (index_t j = 0; j < w; ++j) row[j] = static_cast<Acc>(src[j * b.cs]);
+    Acc* panel = dst + (jp / NR) * panel_stride;
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<Acc, float> && NR == 32 && std::is_same_v<Src, strided<float>>) {
+      if (k_contiguous) {
+        // Columns contiguous along k (dense's weight rows): 16 columns by 16 k steps at a
+        // time, transposed in registers.
+        for (int half = 0; half < 2; ++half) {
+          const index_t c0 = jp + 16 * half;
+          const index_t cw = std::max<index_t>(0, std::min<index_t>(16, nc - c0));
+          const float* s0 = &src(k0, j0 + std::min(c0, nc - 1));
+          index_t k = 0;
+          for (; k + 16 <= kc; k += 16) {
+            __m512 r[16];
+            for (int q = 0; q < 16; ++q) r[q] = q < cw ? _mm512_loadu_ps(s0 + q * src.cs + k) : _mm512_setzero_ps();
+            transpose16(r);
+            for (int q = 0; q < 16; ++q) _mm512_store_ps(panel + (k + q) * NR + 16 * half, r[q]);
+          }
+          for (; k < kc; ++k)
+            for (index_t q = 0; q < 16; ++q) panel[k * NR + 16 * half + q] = q < cw ? s0[q * src.cs + k] : 0.0f;
+        }
+        continue;
       }
-      for (index_t j = w; j < NR; ++j) row[j] = Acc(0);
+    }
+#endif
+    if (k_contiguous) {
+      // Columns contiguous along k (dense's weight rows): read each column once, in order.
+      constexpr index_t KB = 64;
+      for (index_t kb = 0; kb < kc; kb += KB) {
+        const index_t ke = std::min(kc, kb + KB);
+        for (index_t j = 0; j < w; ++j) {
+          const auto* s = &src(k0 + kb, j0 + jp + j);
+          for (index_t k = kb; k < ke; ++k) panel[k * NR + j] = static_cast<Acc>(s[k - kb]);
+        }
+        if (w < NR)
+          for (index_t k = kb; k < ke; ++k)
+            for (index_t j = w; j < NR; ++j) panel[k * NR + j] = Acc(0);
+      }
+    } else {
+      for (index_t k = 0; k < kc; ++k) {
+        Acc* row = panel + k * NR;
+        for (index_t j = 0; j < w; ++j) row[j] = static_cast<Acc>(src(k0 + k, j0 + jp + j));
+        for (index_t j = w; j < NR; ++j) row[j] = Acc(0);
+      }
     }
   }
 }
 
-/// A rows [i0, i0 + mc), reduction [k0, k0 + kc) into panels of MR rows, k-major: panel p
-/// holds kc groups of MR values (rows past m are zero).
+/// A rows [i0, i0 + mc), reduction [k0, k0 + kc) into panels of MR rows (the last one of
+/// panel_rows(h) rows), k-major: panel p at dst + p MR kc holds kc groups of its row count
+/// (rows past m are zero).
 template <class Acc, class TA>
 void pack_a(Acc* dst, strided<TA> a, index_t i0, index_t mc, index_t k0, index_t kc) {
-  constexpr int MR = blocking<Acc>::MR;
-  for (index_t ip = 0; ip < mc; ip += MR) {
-    const index_t h = std::min<index_t>(MR, mc - ip);
+  using Bk = blocking<Acc>;
+  for (index_t ip = 0; ip < mc; ip += Bk::MR) {
+    const index_t h = std::min<index_t>(Bk::MR, mc - ip);
+    const index_t p = Bk::panel_rows(h);
     Acc* panel = dst + ip * kc;
-    if (a.cs == 1 || h < MR) {
-      for (index_t r = 0; r < MR; ++r) {
+#if defined(__AVX512F__)
+    if constexpr (std::is_same_v<Acc, float> && std::is_same_v<TA, float>) {
+      if (a.cs == 1) {
+        // Rows contiguous along k: 16 k steps of the panel's rows at a time, transposed in
+        // registers. A k group of p values is written as 16 (the next group, or the buffer's
+        // slack, takes the excess; groups are written in order).
+        const float* src = &a(i0 + ip, k0);
+        index_t k = 0;
+        for (; k + 16 <= kc; k += 16) {
+          __m512 r[16];
+          for (int q = 0; q < 16; ++q) r[q] = q < h ? _mm512_loadu_ps(src + q * a.rs + k) : _mm512_setzero_ps();
+          transpose16(r);
+          for (int q = 0; q < 16; ++q) _mm512_storeu_ps(panel + (k + q) * p, r[q]);
+        }
+        for (; k < kc; ++k)
+          for (index_t q = 0; q < p; ++q) panel[k * p + q] = q < h ? src[q * a.rs + k] : 0.0f;
+        continue;
+      }
+    }
+#endif
+    if (a.cs == 1 || h < p) {
+      for (index_t r = 0; r < p; ++r) {
         if (r < h) {
           const TA* src = &a(i0 + ip + r, k0);
-          for (index_t k = 0; k < kc; ++k) panel[k * MR + r] = static_cast<Acc>(src[k * a.cs]);
+          for (index_t k = 0; k < kc; ++k) panel[k * p + r] = static_cast<Acc>(src[k * a.cs]);
         } else {
-          for (index_t k = 0; k < kc; ++k) panel[k * MR + r] = Acc(0);
+          for (index_t k = 0; k < kc; ++k) panel[k * p + r] = Acc(0);
         }
       }
     } else {
-      // Rows contiguous (a transposed operand): copy k-slices of MR consecutive rows.
+      // Rows contiguous (a transposed operand): copy k-slices of p consecutive rows.
       for (index_t k = 0; k < kc; ++k) {
         const TA* src = &a(i0 + ip, k0 + k);
-        for (index_t r = 0; r < MR; ++r) panel[k * MR + r] = static_cast<Acc>(src[r * a.rs]);
+        for (index_t r = 0; r < p; ++r) panel[k * p + r] = static_cast<Acc>(src[r * a.rs]);
       }
     }
   }
@@ -116,27 +238,40 @@ FUSE_FORCE_INLINE xsimd::batch<Acc> madd(const xsimd::batch<Acc>& a, const xsimd
   else return a * b + c;
 }
 
-/// The MR x NR tile C[0..h, 0..w) (+)= Ap * Bp over kc steps. `accumulate`: add to C.
-template <class Acc>
-FUSE_FORCE_INLINE void micro_kernel(index_t kc, const Acc* Ap, const Acc* Bp, Acc* c, index_t rs, index_t cs,
-                                   index_t h, index_t w, bool accumulate) {
+/// The P x NR tile product Ap * Bp over kc steps (Ap: kc groups of P values, Bp: kc rows of NR),
+/// rows [0, h) and columns [lo, lo + w) of it stored (or, `accumulate`, added) at c.
+template <class Acc, int P>
+void micro_kernel(index_t kc, const Acc* __restrict Ap, const Acc* __restrict Bp, Acc* c, index_t rs, index_t cs,
+                  index_t h, index_t lo, index_t w, bool accumulate) {
   using B = blocking<Acc>;
   using V = typename B::batch;
-  constexpr int MR = B::MR, NRV = B::NRV, W = B::W;
-  V acc[MR][NRV];
-  for (int r = 0; r < MR; ++r)
+  constexpr int NRV = B::NRV, W = B::W, NR = B::NR;
+  // C's tile is read (or written) only after the kc steps: fetch it now, while they run.
+  for (int r = 0; r < P; ++r) {
+    __builtin_prefetch(c + r * rs, 1, 3);
+    __builtin_prefetch(c + r * rs + (NR - 1) * cs, 1, 3);
+  }
+  V acc[P][NRV];
+  for (int r = 0; r < P; ++r)
     for (int v = 0; v < NRV; ++v) acc[r][v] = V(Acc(0));
+#pragma GCC unroll 4
   for (index_t k = 0; k < kc; ++k) {
     V bv[NRV];
-    for (int v = 0; v < NRV; ++v) bv[v] = V::load_aligned(Bp + k * B::NR + v * W);
-    const Acc* ak = Ap + k * MR;
-    for (int r = 0; r < MR; ++r) {
+    for (int v = 0; v < NRV; ++v) bv[v] = V::load_aligned(Bp + k * NR + v * W);
+    if constexpr (P <= 4) {
+      // Few rows (a GEMV): B streams from memory, each panel row used once. The hardware
+      // prefetcher alone reaches ~80% of the copy bandwidth; fetching 8 KiB ahead reaches it.
+      __builtin_prefetch(Bp + k * NR + 2048);
+      __builtin_prefetch(Bp + k * NR + 2048 + 64 / sizeof(Acc));
+    }
+    const Acc* ak = Ap + k * P;
+    for (int r = 0; r < P; ++r) {
       const V av(ak[r]);
       for (int v = 0; v < NRV; ++v) acc[r][v] = madd(av, bv[v], acc[r][v]);
     }
   }
-  if (h == MR && w == B::NR && cs == 1) {
-    for (int r = 0; r < MR; ++r)
+  if (h == P && lo == 0 && w == NR && cs == 1) {
+    for (int r = 0; r < P; ++r)
       for (int v = 0; v < NRV; ++v) {
         Acc* p = c + r * rs + v * W;
         if (accumulate) (V::load_unaligned(p) + acc[r][v]).store_unaligned(p);
@@ -144,13 +279,13 @@ FUSE_FORCE_INLINE void micro_kernel(index_t kc, const Acc* Ap, const Acc* Bp, Ac
       }
     return;
   }
-  alignas(64) Acc tile[MR * B::NR];
-  for (int r = 0; r < MR; ++r)
-    for (int v = 0; v < NRV; ++v) acc[r][v].store_aligned(tile + r * B::NR + v * W);
+  alignas(64) Acc tile[P * NR];
+  for (int r = 0; r < P; ++r)
+    for (int v = 0; v < NRV; ++v) acc[r][v].store_aligned(tile + r * NR + v * W);
   for (index_t r = 0; r < h; ++r)
     for (index_t j = 0; j < w; ++j) {
       Acc& dst = c[r * rs + j * cs];
-      dst = accumulate ? wrapping_add(dst, tile[r * B::NR + j]) : tile[r * B::NR + j];
+      dst = accumulate ? wrapping_add(dst, tile[r * NR + lo + j]) : tile[r * NR + lo + j];
     }
 }
 
@@ -193,45 +328,134 @@ void gemm_dots(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, T* c
   }
 }
 
+/// The blocked loops over a source of B panels: `bpanels(k0, kc, j0, nc)` returns the panels of
+/// that block (packing them if it must). Columns are counted in panel space, where the product's
+/// column 0 is column `skip` of the first panel (prepacked weights read from a column that is
+/// not a panel boundary). `a_packed`: A packed ahead (pack_a_ahead) or null (packed here, block
+/// by block).
+template <class Acc, class TA, class BPanels>
+void gemm_blocked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* a_packed, BPanels&& bpanels,
+                  index_t skip, Acc* c, index_t rs, index_t cs) {
+  using Bk = blocking<Acc>;
+  const index_t kc_max = std::min<index_t>(Bk::kc_for(k), k);
+  const index_t mc_max = std::min<index_t>(Bk::MC, (m + Bk::MR - 1) / Bk::MR * Bk::MR);
+  const index_t m_pad = (m + Bk::MR - 1) / Bk::MR * Bk::MR;
+  aligned_buffer<Acc> ap(a_packed ? 0 : static_cast<std::size_t>(mc_max * kc_max));
+  const index_t np = skip + n;
+  for (index_t j0 = 0; j0 < np; j0 += Bk::NC) {
+    const index_t nc = std::min<index_t>(Bk::NC, np - j0);
+    for (index_t k0 = 0; k0 < k; k0 += kc_max) {
+      const index_t kc = std::min<index_t>(kc_max, k - k0);
+      const panels<Acc> bp = bpanels(k0, kc, j0, nc);
+      for (index_t i0 = 0; i0 < m; i0 += Bk::MC) {
+        const index_t mc = std::min<index_t>(Bk::MC, m - i0);
+        const Acc* ablock = a_packed ? a_packed + k0 * m_pad + i0 * kc : ap.p;
+        if (!a_packed) pack_a<Acc>(ap.p, a, i0, mc, k0, kc);
+        for (index_t jp = 0; jp < nc; jp += Bk::NR) {
+          const Acc* bpanel = bp.data + (jp / Bk::NR) * bp.panel_stride;
+          const index_t lo = std::max<index_t>(0, skip - (j0 + jp));
+          const index_t w = std::min<index_t>(Bk::NR, np - (j0 + jp)) - lo;
+          Acc* cc = c + i0 * rs + (j0 + jp + lo - skip) * cs;
+          for (index_t ip = 0; ip < mc; ip += Bk::MR) {
+            const index_t h = std::min<index_t>(Bk::MR, mc - ip);
+            const Acc* apanel = ablock + ip * kc;
+            Acc* ct = cc + ip * rs;
+            switch (Bk::panel_rows(h)) {
+              case 4: micro_kernel<Acc, 4>(kc, apanel, bpanel, ct, rs, cs, h, lo, w, k0 > 0); break;
+              case 8: micro_kernel<Acc, 8>(kc, apanel, bpanel, ct, rs, cs, h, lo, w, k0 > 0); break;
+              default: micro_kernel<Acc, Bk::MR>(kc, apanel, bpanel, ct, rs, cs, h, lo, w, k0 > 0);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class Acc>
+void zero_fill(index_t m, index_t n, Acc* c, index_t rs, index_t cs) {
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = Acc(0);
+}
+
 }  // namespace detail
 
 /// C = A B for A m x k and B k x n (strided), C m x n with strides (rs, cs). C is overwritten
-/// (k = 0 gives zeros). Integer accumulators wrap (computed in unsigned arithmetic semantics
-/// of the vector units: two's complement, as int32 arithmetic in TVM).
+/// (k = 0 gives zeros). Integer accumulators wrap (two's complement, as int32 arithmetic in
+/// TVM).
 template <class Acc, class TA, class TB>
-void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c, index_t rs, index_t cs) {
+void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c, index_t rs, index_t cs,
+          const Acc* a_packed = nullptr) {
   using Bk = blocking<Acc>;
   if (m <= 0 || n <= 0) return;
-  if (k <= 0) {
-    for (index_t i = 0; i < m; ++i)
-      for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = Acc(0);
-    return;
-  }
+  if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
   if constexpr (std::is_floating_point_v<Acc> && std::is_same_v<TA, Acc> && std::is_same_v<TB, Acc>) {
     if (a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768)) {
       detail::gemm_dots<Acc>(m, n, k, a, b, c, rs, cs);
       return;
     }
   }
+  const index_t kc_max = std::min<index_t>(Bk::kc_for(k), k);
   const index_t nc_max = std::min<index_t>(Bk::NC, (n + Bk::NR - 1) / Bk::NR * Bk::NR);
-  const index_t kc_max = std::min<index_t>(Bk::KC, k);
-  const index_t mc_max = std::min<index_t>(Bk::MC, (m + Bk::MR - 1) / Bk::MR * Bk::MR);
   detail::aligned_buffer<Acc> bp(static_cast<std::size_t>(nc_max * kc_max));
-  detail::aligned_buffer<Acc> ap(static_cast<std::size_t>(mc_max * kc_max));
-  for (index_t j0 = 0; j0 < n; j0 += Bk::NC) {
-    const index_t nc = std::min<index_t>(Bk::NC, n - j0);
-    for (index_t k0 = 0; k0 < k; k0 += Bk::KC) {
-      const index_t kc = std::min<index_t>(Bk::KC, k - k0);
-      detail::pack_b<Acc>(bp.p, b, k0, kc, j0, nc);
-      for (index_t i0 = 0; i0 < m; i0 += Bk::MC) {
-        const index_t mc = std::min<index_t>(Bk::MC, m - i0);
-        detail::pack_a<Acc>(ap.p, a, i0, mc, k0, kc);
-        for (index_t ip = 0; ip < mc; ip += Bk::MR)
-          for (index_t jp = 0; jp < nc; jp += Bk::NR)
-            detail::micro_kernel<Acc>(kc, ap.p + ip * kc, bp.p + jp * kc, c + (i0 + ip) * rs + (j0 + jp) * cs, rs, cs,
-                                      std::min<index_t>(Bk::MR, mc - ip), std::min<index_t>(Bk::NR, nc - jp), k0 > 0);
-      }
-    }
+  const bool k_contiguous = b.rs == 1 && b.cs != 1;
+  detail::gemm_blocked<Acc>(m, n, k, a, a_packed,
+                            [&](index_t k0, index_t kc, index_t j0, index_t nc) {
+                              detail::pack_b<Acc>(bp.p, kc * Bk::NR, b, k0, kc, j0, nc, k_contiguous);
+                              return panels<Acc>{bp.p, kc * Bk::NR};
+                            },
+                            0, c, rs, cs);
+}
+
+/// C = A B with B packed ahead of time (pack_b_ahead, `ldp` columns, a multiple of NR), from
+/// its column j0 on: the block of reduction rows [k0, k0 + kc) of all panels is contiguous, so
+/// the blocks stream in order and nothing is copied.
+template <class Acc, class TA>
+void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* b, index_t ldp, index_t j0, Acc* c,
+                    index_t rs, index_t cs, const Acc* a_packed = nullptr) {
+  using Bk = blocking<Acc>;
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
+  const index_t first = j0 / Bk::NR * Bk::NR;
+  detail::gemm_blocked<Acc>(m, n, k, a, a_packed,
+                            [&](index_t k0, index_t kc, index_t jb, index_t) {
+                              return panels<Acc>{b + k0 * ldp + (first + jb) * kc, kc * Bk::NR};
+                            },
+                            j0 - first, c, rs, cs);
+}
+
+/// Elements of pack_a_ahead's packing of m rows by k.
+template <class Acc>
+constexpr index_t packed_a_size(index_t m, index_t k) {
+  using Bk = blocking<Acc>;
+  return (m + Bk::MR - 1) / Bk::MR * Bk::MR * k + 16;
+}
+
+/// A (m x k) packed once for several products with the same rows (the gate blocks of a fused
+/// cell): for each reduction block, the panels of all m rows, in gemm_blocked's layout. Passed
+/// as `a_packed` to gemm / gemm_prepacked with the same m and k.
+template <class Acc, class TA>
+void pack_a_ahead(Acc* dst, strided<TA> a, index_t m, index_t k) {
+  using Bk = blocking<Acc>;
+  const index_t kb = Bk::kc_for(k);
+  const index_t m_pad = (m + Bk::MR - 1) / Bk::MR * Bk::MR;
+  for (index_t k0 = 0; k0 < k; k0 += kb) {
+    const index_t kc = std::min<index_t>(kb, k - k0);
+    for (index_t i0 = 0; i0 < m; i0 += Bk::MC)
+      detail::pack_a<Acc>(dst + k0 * m_pad + i0 * kc, a, i0, std::min<index_t>(Bk::MC, m - i0), k0, kc);
+  }
+}
+
+/// The packing gemm_prepacked reads: B (k x n, read through src(k, j)) as blocks of KC
+/// reduction rows, each holding the panels of all columns; ldp = n rounded up to NR.
+template <class Acc, class Src>
+void pack_b_ahead(Acc* dst, const Src& src, index_t k, index_t n, bool k_contiguous) {
+  using Bk = blocking<Acc>;
+  const index_t ldp = (n + Bk::NR - 1) / Bk::NR * Bk::NR;
+  const index_t kb = Bk::kc_for(k);
+  for (index_t k0 = 0; k0 < k; k0 += kb) {
+    const index_t kc = std::min<index_t>(kb, k - k0);
+    detail::pack_b<Acc>(dst + k0 * ldp, kc * Bk::NR, src, k0, kc, 0, n, k_contiguous);
   }
 }
 

@@ -156,6 +156,15 @@ auto make_contract(const AE& a, const BE& b, bool ta, bool tb) {
                 "int8/uint8 -> int32 (the note below names the element types)");
   constexpr std::size_t R = Kind == contract_kind::batch_matmul ? 3 : AE::rank;
   const char* name = contract_name(Kind);
+  if constexpr (requires { typename AE::packed_weight_tag; })
+    static_assert(sizeof(AE) == 0, "fuse: packed weights (fuse::pack) are the second (weight) operand of a contraction");
+  if constexpr (requires { typename BE::packed_weight_tag; }) {
+    static_assert(Kind != contract_kind::batch_matmul,
+                  "fuse::batch_matmul: packed weights (fuse::pack) are for nn.dense and nn.matmul");
+    if (!tb)
+      throw_shape_error(name, ": packed weights are [N, K] (nn.dense's layout), read with transpose_b; got a ",
+                        "matmul without transpose_b over packed ", b.shape().array());
+  }
   const auto as = a.shape().array();
   const auto bs = b.shape().array();
   contract_expr<Kind, AE, BE, Out, R> e{a, b, ta, tb, 1, 1, 1, 0, 0, 0, {}};

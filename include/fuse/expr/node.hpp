@@ -115,6 +115,11 @@ FUSE_HD constexpr decltype(auto) as_expr(X&& x) {
                   "fuse: a temporary tensor cannot be an operand: the expression would keep a view of "
                   "memory that is freed at the end of the statement; store the tensor in a variable first");
     return std::as_const(x).view();
+  } else if constexpr (requires { typename D::packed_view_type; }) {
+    static_assert(std::is_lvalue_reference_v<X>,
+                  "fuse: temporary packed weights cannot be an operand: the expression would keep a view of "
+                  "memory that is freed at the end of the statement; store fuse::pack(W) in a variable first");
+    return x.view();
   } else if constexpr (foreign_viewable<X>) {
     return as_expr(view_traits<D>::view(x));
   } else if constexpr (arithmetic_scalar<D>) {
@@ -132,6 +137,6 @@ using expr_t = std::remove_cvref_t<decltype(as_expr(std::declval<X>()))>;
 /// An argument that as_expr accepts and that is not a plain C++ scalar.
 template <class X>
 concept expr_operand = expression<std::remove_cvref_t<X>> || is_tensor<std::remove_cvref_t<X>>::value ||
-                       foreign_viewable<X>;
+                       foreign_viewable<X> || requires { typename std::remove_cvref_t<X>::packed_view_type; };
 
 }  // namespace fuse

@@ -1,0 +1,153 @@
+// fp32 GEMM as nn.dense computes it, C [M, N] = A [M, K] * W [N, K]^T (both row-major), beside
+// its anchors in the same run:
+//   gemm/fuse/M/N/K      fuse::eval(C, fuse::dense(A, W))
+//   gemm/eigen/M/N/K     row-major Eigen::Map matrices, C.noalias() = A * W.transpose()
+//   gemm/openblas/M/N/K  cblas_sgemm(RowMajor, NoTrans, Trans), one thread, its AVX-512
+//                        kernel forced where the CPU has AVX-512 (see openblas_main.cpp)
+//   gemm/floor/M/N/K     not timed: 2MNK / the FP32 FMA peak of one core (241 GFLOP/s measured
+//                        on this project's Zen 5 machines; FUSE_PEAK_GFLOPS overrides it)
+// Shapes: 1024^3, BERT's projection (M = 3072 rows of 768 by 768 weights), the LSTM's
+// [64 x 2048] by [4096 x 2048]^T, and odd ones (257x1000x300, a GEMV 1x4096x1024).
+// Every variant's result is checked once against double-precision dot products (whole first,
+// last and sampled rows and columns) before it is timed. Items are FLOPs (2MNK per call).
+// Single thread. ./scripts/bench dense prints the ratios.
+#include <Eigen/Core>
+
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "bench_support.hpp"
+
+namespace {
+
+using fuse::index_t;
+using fuse_bench::set_flops;
+using row_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct gemm_inputs {
+  index_t m, n, k;
+  fuse::tensor<float, 2> a, w;
+  gemm_inputs(index_t m_, index_t n_, index_t k_) : m(m_), n(n_), k(k_), a({m_, k_}), w({n_, k_}) {
+    fuse_bench::fill_uniform(a, static_cast<std::uint32_t>(m * 7 + k), 1.0f);
+    fuse_bench::fill_uniform(w, static_cast<std::uint32_t>(n * 13 + k), 1.0f / std::sqrt(static_cast<float>(k)));
+  }
+};
+
+/// One set of inputs per shape, shared by the variants (made on first use: Google Benchmark
+/// runs each benchmark function several times).
+const gemm_inputs& inputs(index_t m, index_t n, index_t k) {
+  static std::map<std::tuple<index_t, index_t, index_t>, std::unique_ptr<gemm_inputs>> cache;
+  auto& p = cache[{m, n, k}];
+  if (!p) p = std::make_unique<gemm_inputs>(m, n, k);
+  return *p;
+}
+
+/// Checks C against double-precision dot products on whole rows {0, M-1, 6 sampled} and whole
+/// columns {0, N-1, 6 sampled}: every tile edge of the first and last row and column blocks.
+std::string check(const char* variant, const gemm_inputs& d, const float* c) {
+  std::vector<index_t> rows{0, d.m - 1}, cols{0, d.n - 1};
+  std::mt19937 g(3);
+  for (int i = 0; i < 6; ++i) {
+    rows.push_back(static_cast<index_t>(g() % static_cast<std::uint32_t>(d.m)));
+    cols.push_back(static_cast<index_t>(g() % static_cast<std::uint32_t>(d.n)));
+  }
+  double worst = 0;
+  index_t wi = 0, wj = 0;
+  auto at = [&](index_t i, index_t j) {
+    double s = 0, mag = 0;
+    for (index_t p = 0; p < d.k; ++p) {
+      const double t = static_cast<double>(d.a.data()[i * d.k + p]) * d.w.data()[j * d.k + p];
+      s += t;
+      mag += std::abs(t);
+    }
+    // fp32 accumulation over K terms: relative to the sum of magnitudes.
+    const double e = std::abs(c[i * d.n + j] - s) / (mag + 1e-30);
+    if (!(e <= worst) && !std::isnan(worst)) worst = e, wi = i, wj = j;  // a NaN stays the worst
+  };
+  for (index_t i : rows)
+    for (index_t j = 0; j < d.n; ++j) at(i, j);
+  for (index_t j : cols)
+    for (index_t i = 0; i < d.m; ++i) at(i, j);
+  if (worst <= 1e-4) return {};
+  return std::string(variant) + ": C(" + std::to_string(wi) + ", " + std::to_string(wj) + ") = " +
+         std::to_string(c[wi * d.n + wj]) + " differs from the double-precision dot product (relative error " +
+         std::to_string(worst) + ")";
+}
+
+/// Runs one variant: computes C once and checks it (once per variant and shape), then times it.
+template <class Run>
+void run_gemm(benchmark::State& state, const char* variant, Run run) {
+  const auto m = static_cast<index_t>(state.range(0));
+  const auto n = static_cast<index_t>(state.range(1));
+  const auto k = static_cast<index_t>(state.range(2));
+  const gemm_inputs& d = inputs(m, n, k);
+  fuse::tensor<float, 2> c({m, n});
+  std::fill(c.begin(), c.end(), std::nanf(""));
+  run(d, c);
+  static std::map<std::tuple<std::string, index_t, index_t, index_t>, std::string> checked;
+  auto key = std::make_tuple(std::string(variant), m, n, k);
+  auto it = checked.find(key);
+  if (it == checked.end()) it = checked.emplace(key, check(variant, d, c.data())).first;
+  if (!it->second.empty()) {
+    state.SkipWithError(it->second.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    run(d, c);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k));
+}
+
+void gemm_fuse(benchmark::State& state) {
+  run_gemm(state, "fuse", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
+}
+
+void gemm_eigen(benchmark::State& state) {
+  run_gemm(state, "eigen", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) {
+    Eigen::Map<const row_matrix> a(d.a.data(), d.m, d.k), w(d.w.data(), d.n, d.k);
+    Eigen::Map<row_matrix> out(c.data(), d.m, d.n);
+    out.noalias() = a * w.transpose();
+  });
+}
+
+void gemm_openblas(benchmark::State& state) {
+  run_gemm(state, "openblas", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) {
+    fuse_bench::openblas_abt(d.a.data(), d.w.data(), c.data(), d.m, d.n, d.k);
+  });
+}
+
+/// The FLOP floor: the time 2MNK FLOPs take at one core's FP32 FMA peak, not a measured kernel.
+void gemm_floor(benchmark::State& state) {
+  double peak = 0;
+  if (const char* e = std::getenv("FUSE_PEAK_GFLOPS")) peak = std::atof(e) * 1e9;
+  else if (__builtin_cpu_supports("avx512f")) peak = 241e9;  // 2 x 512-bit FMA per cycle at ~3.75 GHz, measured
+  if (!(peak > 0)) {
+    state.SkipWithError("no FP32 peak known for this CPU: set FUSE_PEAK_GFLOPS");
+    return;
+  }
+  const double flops = 2.0 * static_cast<double>(state.range(0)) * static_cast<double>(state.range(1)) *
+                       static_cast<double>(state.range(2));
+  for (auto _ : state) state.SetIterationTime(flops / peak);
+  fuse_bench::set_flops(state, flops);
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1024, 1024, 1024},
+                         {3072, 768, 768},
+                         {64, 4096, 2048},
+                         {257, 1000, 300},
+                         {1, 4096, 1024}})
+    b->Args({m, n, k});
+}
+
+}  // namespace
+
+BENCHMARK(gemm_fuse)->Name("gemm/fuse")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_eigen)->Name("gemm/eigen")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_openblas)->Name("gemm/openblas")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_floor)->Name("gemm/floor")->Apply(shapes)->UseManualTime();

@@ -1,0 +1,36 @@
+// fuse::pack: constant weights packed once for the CPU GEMM (the types: fuse/cpu/packed.hpp).
+//
+//   auto Wp = fuse::pack(W);                               // W: [N, K], nn.dense's layout
+//   fuse::eval(out, fuse::sigmoid(fuse::dense(x, Wp)));    // wherever W would be
+#pragma once
+
+#include <type_traits>
+
+#include "fuse/core/tensor.hpp"
+#include "fuse/cpu/eval.hpp"
+#include "fuse/cpu/packed.hpp"
+#include "fuse/expr/node.hpp"
+
+namespace fuse {
+
+/// Packs constant weights W ([N, K], nn.dense's layout: a tensor, a view, or any rank-2
+/// expression, evaluated once) for every later dense(x, Wp) / matmul(x, Wp, false, true).
+template <expr_operand W>
+auto pack(W&& w) {
+  auto e = as_expr(static_cast<W&&>(w));
+  using E = decltype(e);
+  using T = std::remove_const_t<typename E::value_type>;
+  static_assert(E::rank == 2, "fuse::pack: the weights must be a rank-2 [N, K] matrix (nn.dense's layout)");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>,
+                "fuse::pack: float32 and float64 weights are packed; int8/uint8 weights are used unpacked");
+  const auto ext = e.shape().array();
+  if constexpr (is_tensor_view<E>::value) {
+    return packed_weights<T>(e.data(), ext[0], ext[1], e.strides()[0], e.strides()[1]);
+  } else {
+    tensor<T, 2> dense_copy(dynamic_shape<2>(ext));
+    fuse::eval(dense_copy, e);
+    return packed_weights<T>(dense_copy.data(), ext[0], ext[1], ext[1], 1);
+  }
+}
+
+}  // namespace fuse
