@@ -210,3 +210,28 @@ TEST_CASE("int8 contractions in a tree stay exact") {
   CHECK(cpu::epilogue_stats.partial_leaves >= 1);
   expect_matches(out, reference(e), {0, 0}, 0, "int8 dense in a tree");
 }
+
+TEST_CASE("horizontal fusion: Q, K and V projections of one X in one pass, X's rows packed once per block") {
+  for (auto [m, k, n] : {std::tuple<index_t, index_t, index_t>{300, 70, 96}, {5, 40, 33}, {64, 256, 200}}) {
+    CAPTURE(m);
+    auto x = test::random_tensor({m, k}, 600, -1, 1);
+    auto wq = test::random_tensor({n, k}, 601, -1, 1);
+    auto wk = test::random_tensor({n, k}, 602, -1, 1);
+    auto wv = test::random_tensor({n, k}, 603, -1, 1);
+    auto bq = test::random_tensor({n}, 604, -1, 1);
+    const auto wvp = pack(wv);  // packed and unpacked weights mix
+    const auto qe = bias_add(dense(x, wq), bq) * 0.125f;
+    const auto ke = dense(x, wk);
+    const auto ve = dense(x, wvp);
+    tensor<float, 2> q({m, n}), kk({m, n}), v({m, n});
+    cpu::epilogue_stats = {};
+    eval(outputs(q, kk, v), qe, ke, ve);
+    CHECK(cpu::epilogue_stats.passes == 1);
+    CHECK(cpu::epilogue_stats.partial_leaves == 3 * cpu::epilogue_stats.blocks);
+    // One packing of X's rows per block that is big enough to pack (not the direct form).
+    if (m > 4 && m * n * k > 32768) CHECK(cpu::epilogue_stats.row_packings == cpu::epilogue_stats.blocks);
+    expect_matches(q, reference(qe), cell_tol(k), 0, "Q");
+    expect_matches(kk, reference(ke), cell_tol(k), 0, "K");
+    expect_matches(v, reference(ve), cell_tol(k), 0, "V");
+  }
+}

@@ -23,6 +23,10 @@ class small_vector {
   T& operator[](std::size_t i) { return i < N ? inline_[i] : heap_[i - N]; }
   const T& operator[](std::size_t i) const { return i < N ? inline_[i] : heap_[i - N]; }
   std::size_t size() const { return size_; }
+  void clear() {
+    heap_.clear();
+    size_ = 0;
+  }
 
  private:
   T inline_[N]{};

@@ -88,8 +88,50 @@ struct packed_operand {
   packed_operand(const E& e, std::size_t, Mode, const byte_ranges* = nullptr) : view(e) {}
 };
 
-template <class Node>
-using Out_t = typename Node::value_type;
+/// Rows of A packed for the GEMM (gemm::pack_a_ahead), kept for the products of one block that
+/// read the same rows: a few entries, each keyed by the rows' memory, layout and extents, the
+/// oldest replaced first (a GRU alternates between x's rows and h's).
+class packed_rows_cache {
+ public:
+  /// The packing of the m x k rows at `data` (strides rs, cs), made by pack(dst) on a miss.
+  /// Null when it would be too big to keep (then the GEMM packs block by block).
+  template <class T, class TA, class Pack>
+  const T* rows(const TA* data, index_t rs, index_t cs, index_t m, index_t k, Pack&& pack) {
+    const index_t elems = gemm::packed_a_size<T>(m, k);
+    const std::size_t bytes = static_cast<std::size_t>(elems) * sizeof(T);
+    if (bytes > (std::size_t{4} << 20)) return nullptr;
+    const key want{data, rs, cs, m, k, sizeof(T)};
+    for (entry& e : entries_)
+      if (e.buf && e.k == want) return reinterpret_cast<const T*>(e.buf->p);
+    entry& e = entries_[next_];
+    next_ = (next_ + 1) % count;
+    if (!e.buf || e.capacity < bytes) {
+      e.buf = std::make_unique<gemm::detail::aligned_buffer<unsigned char>>(bytes);
+      e.capacity = bytes;
+    }
+    e.k = want;
+    pack(reinterpret_cast<T*>(e.buf->p));
+    ++packings;
+    return reinterpret_cast<const T*>(e.buf->p);
+  }
+  std::size_t packings = 0;  ///< misses: how many times rows were packed
+
+ private:
+  struct key {
+    const void* data;
+    index_t rs, cs, m, k;
+    std::size_t elem;
+    bool operator==(const key&) const = default;
+  };
+  struct entry {
+    key k{};
+    std::unique_ptr<gemm::detail::aligned_buffer<unsigned char>> buf;
+    std::size_t capacity = 0;
+  };
+  static constexpr std::size_t count = 4;
+  entry entries_[count];
+  std::size_t next_ = 0;
+};
 
 /// A contraction's operands in memory with A read as [M, K] and B as [K, N] (per batch):
 /// element (i, k) of batch b at a_data + b * a_bs + i * a_rs + k * a_cs, and likewise for B.
@@ -103,16 +145,10 @@ struct contract_operands {
   std::conditional_t<packed_b, packed_operand<B>, operand_memory<B>> bm;
   index_t a_rs = 0, a_cs = 0, a_bs = 0, b_ks = 0, b_ns = 0, b_bs = 0;
 
-  /// Set when several products read the same rows of A (the gate blocks of a fused cell, each
-  /// a different column range of one contraction): A's rows are then packed once per row block
-  /// and reused, instead of once per product.
-  bool share_packed_a = false;
-  struct packed_rows {
-    std::unique_ptr<gemm::detail::aligned_buffer<Out_t<Node>>> buf;
-    std::size_t capacity = 0;
-    index_t bi = -1, i0 = -1, m = -1;
-  };
-  mutable packed_rows a_rows;
+  /// Set when several products read the same rows of A (the gate blocks of a fused cell; the
+  /// Q, K and V projections of one X): A's rows are packed once per row block into this cache
+  /// and reused by every product that reads them, instead of once per product.
+  packed_rows_cache* shared_rows = nullptr;
 
   template <class Mode>
   contract_operands(const Node& node, Mode, const byte_ranges* avoid = nullptr)
@@ -150,20 +186,9 @@ struct contract_operands {
     if constexpr (std::is_floating_point_v<Out> && std::is_same_v<typename A::value_type, Out>) {
       // Shared rows, when the product is not one the direct (unpacked) form takes and the
       // packing stays within a few MiB.
-      const index_t elems = gemm::packed_a_size<Out>(m, node.k);
-      if (share_packed_a && m > 4 && m * n * node.k > 32768 && elems <= (index_t{1} << 20)) {
-        if (a_rows.bi != bi || a_rows.i0 != i0 || a_rows.m != m) {
-          if (a_rows.capacity < static_cast<std::size_t>(elems)) {
-            a_rows.buf = std::make_unique<gemm::detail::aligned_buffer<Out>>(static_cast<std::size_t>(elems));
-            a_rows.capacity = static_cast<std::size_t>(elems);
-          }
-          gemm::pack_a_ahead<Out>(a_rows.buf->p, a, m, node.k);
-          a_rows.bi = bi;
-          a_rows.i0 = i0;
-          a_rows.m = m;
-        }
-        a_packed = a_rows.buf->p;
-      }
+      if (shared_rows && m > 4 && m * n * node.k > 32768)
+        a_packed = shared_rows->template rows<Out>(a.data, a.rs, a.cs, m, node.k,
+                                                   [&](Out* dst) { gemm::pack_a_ahead<Out>(dst, a, m, node.k); });
     }
     if constexpr (packed_b)
       gemm::gemm_prepacked<Out>(m, n, node.k, a, bm.view.data, bm.view.ldp, j0, c, rs, cs, a_packed);

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuse/core/small_vector.hpp"
 #include "fuse/cpu/contract.hpp"
 
 namespace fuse::cpu {
@@ -36,6 +37,7 @@ struct epilogue_counters {
   std::size_t partial_leaves = 0;       ///< contraction blocks computed for one block each
   std::size_t whole_leaves = 0;         ///< nodes evaluated whole (once per pass)
   std::size_t through_temporaries = 0;  ///< passes whose outputs went through temporaries
+  std::size_t row_packings = 0;         ///< row blocks of A packed for the GEMM and shared by its products
 };
 inline thread_local epilogue_counters epilogue_stats;
 
@@ -52,10 +54,11 @@ struct epilogue_context {
     const void* type = nullptr;  ///< the contraction node whose operands these are
     const void* node = nullptr;
     std::shared_ptr<void> operands;
-    std::shared_ptr<void> storage;
-    index_t rows = 0, cols = 0;  ///< capacity of a block buffer
+    std::shared_ptr<void> storage;  ///< a heap block buffer or the whole result (else empty)
+    void* buffer = nullptr;         ///< the block buffer (in `storage` or in the arena)
+    index_t rows = 0, cols = 0;     ///< capacity of the block buffer
   };
-  std::vector<slot> slots;
+  small_vector<slot, 8> slots;
   std::size_t next = 0;
   /// Contraction blocks computed in the current block: a leaf that reads the same block of the
   /// same contraction (split sections used by both outputs of an LSTM cell) reuses it. Nodes
@@ -68,7 +71,13 @@ struct epilogue_context {
     index_array<2> lo, len;
     std::size_t slot;
   };
-  std::vector<computed> done;
+  small_vector<computed, 8> done;
+  /// A's rows packed once per block for every product that reads them.
+  detail::packed_rows_cache rows;
+  /// Block buffers of small cells live here, in the pass's own frame: a tiny cell (the seed's
+  /// 1 x 10) would otherwise spend more on allocations than on its arithmetic.
+  alignas(64) unsigned char arena[16384];
+  std::size_t arena_used = 0;
   index_array<Q> block{};       ///< extents of the current block
   detail::byte_ranges outputs;  ///< what the pass writes
   /// Binding only to learn the layout of the leaves (the aliasing check before the blocks):
@@ -104,7 +113,7 @@ struct epilogue_context {
       static const T dummy{};
       return leaf_over(nullptr, &dummy, index_array<R>{}, index_array<R>{}, index_array<R>{});
     }
-    if (next == slots.size()) slots.emplace_back();
+    if (next == slots.size()) slots.push_back(slot{});
     slot& s = slots[next++];
     if constexpr (is_contract_expr<N>::value && N::kind != contract_kind::batch_matmul && R == 2 &&
                   bind::is_affine_map<Map>::value) {
@@ -119,35 +128,43 @@ struct epilogue_context {
       }
       if (unit) {
         if constexpr (std::is_trivially_copyable_v<N>) {
-          for (const computed& c : done)
-            if (c.type == type_id<N>() && c.lo == lo && c.len == len && std::memcmp(c.node, &n, sizeof(N)) == 0) {
+          for (std::size_t t = 0; t < done.size(); ++t)
+            if (const computed& c = done[t];
+                c.type == type_id<N>() && c.lo == lo && c.len == len && std::memcmp(c.node, &n, sizeof(N)) == 0) {
               const slot& twin = slots[c.slot];
-              return leaf_over(twin.storage, std::static_pointer_cast<const S>(twin.storage)->data(), len,
-                               index_array<2>{twin.cols, 1}, lo);
+              return leaf_over(twin.storage, static_cast<const T*>(twin.buffer), len, index_array<2>{twin.cols, 1}, lo);
             }
         }
         using Ops = detail::contract_operands<N>;
         if (!s.operands) {
-          // Leaves of one contraction (the sections of a split) share its prepared operands,
-          // and with them its rows of A packed once per row block.
+          // Leaves of one contraction (the sections of a split) share its prepared operands.
           if constexpr (std::is_trivially_copyable_v<N>)
             for (std::size_t o = 0; o + 1 < next && !s.operands; ++o)
               if (slots[o].type == type_id<N>() && std::memcmp(slots[o].node, &n, sizeof(N)) == 0)
                 s.operands = slots[o].operands;
           if (!s.operands) {
             auto ops = std::make_shared<Ops>(n, Mode{}, &outputs);
-            ops->share_packed_a = true;
+            ops->shared_rows = &rows;
             s.operands = std::move(ops);
           }
           s.type = type_id<N>();
           s.node = &n;
         }
-        if (!s.storage || s.rows < len[0] || s.cols < len[1]) {
+        if (!s.buffer || s.rows < len[0] || s.cols < len[1]) {
           s.rows = std::max(s.rows, len[0]);
           s.cols = std::max(s.cols, len[1]);
-          s.storage = std::make_shared<S>(dynamic_shape<2>({s.rows, s.cols}));
+          const std::size_t bytes = (static_cast<std::size_t>(s.rows * s.cols) * sizeof(T) + 63) / 64 * 64;
+          if (arena_used + bytes <= sizeof(arena)) {
+            s.storage.reset();
+            s.buffer = arena + arena_used;
+            arena_used += bytes;
+          } else {
+            auto t = std::make_shared<S>(dynamic_shape<2>({s.rows, s.cols}));
+            s.buffer = t->data();
+            s.storage = std::move(t);
+          }
         }
-        T* buf = std::static_pointer_cast<S>(s.storage)->data();
+        T* buf = static_cast<T*>(s.buffer);
         std::static_pointer_cast<const Ops>(s.operands)
             ->template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf, s.cols, 1);
         if constexpr (std::is_trivially_copyable_v<N>) done.push_back({type_id<N>(), &n, lo, len, next - 1});
@@ -252,6 +269,7 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
       run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
     }
   }
+  epilogue_stats.row_packings += ctx.rows.packings;
 }
 
 }  // namespace fuse::cpu

@@ -87,8 +87,10 @@ template <class T>
 struct aligned_buffer {
   T* p = nullptr;
   explicit aligned_buffer(std::size_t n)
-      : p(static_cast<T*>(::operator new[](n * sizeof(T) + 64, std::align_val_t{64}))) {}
-  ~aligned_buffer() { ::operator delete[](p, std::align_val_t{64}); }
+      : p(n ? static_cast<T*>(::operator new[](n * sizeof(T) + 64, std::align_val_t{64})) : nullptr) {}
+  ~aligned_buffer() {
+    if (p) ::operator delete[](p, std::align_val_t{64});
+  }
   aligned_buffer(const aligned_buffer&) = delete;
   aligned_buffer& operator=(const aligned_buffer&) = delete;
 };
@@ -340,7 +342,12 @@ void gemm_blocked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* a_p
   const index_t kc_max = std::min<index_t>(Bk::kc_for(k), k);
   const index_t mc_max = std::min<index_t>(Bk::MC, (m + Bk::MR - 1) / Bk::MR * Bk::MR);
   const index_t m_pad = (m + Bk::MR - 1) / Bk::MR * Bk::MR;
-  aligned_buffer<Acc> ap(a_packed ? 0 : static_cast<std::size_t>(mc_max * kc_max));
+  // A's block buffer: on the stack when small (tiny products must not pay an allocation).
+  constexpr index_t local_elems = 2048;
+  alignas(64) Acc local[local_elems + 64 / sizeof(Acc)];
+  const bool small = mc_max * kc_max <= local_elems;
+  aligned_buffer<Acc> heap(a_packed || small ? 0 : static_cast<std::size_t>(mc_max * kc_max));
+  Acc* const abuf = small ? local : heap.p;
   const index_t np = skip + n;
   for (index_t j0 = 0; j0 < np; j0 += Bk::NC) {
     const index_t nc = std::min<index_t>(Bk::NC, np - j0);
@@ -349,8 +356,8 @@ void gemm_blocked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* a_p
       const panels<Acc> bp = bpanels(k0, kc, j0, nc);
       for (index_t i0 = 0; i0 < m; i0 += Bk::MC) {
         const index_t mc = std::min<index_t>(Bk::MC, m - i0);
-        const Acc* ablock = a_packed ? a_packed + k0 * m_pad + i0 * kc : ap.p;
-        if (!a_packed) pack_a<Acc>(ap.p, a, i0, mc, k0, kc);
+        const Acc* ablock = a_packed ? a_packed + k0 * m_pad + i0 * kc : abuf;
+        if (!a_packed) pack_a<Acc>(abuf, a, i0, mc, k0, kc);
         for (index_t jp = 0; jp < nc; jp += Bk::NR) {
           const Acc* bpanel = bp.data + (jp / Bk::NR) * bp.panel_stride;
           const index_t lo = std::max<index_t>(0, skip - (j0 + jp));

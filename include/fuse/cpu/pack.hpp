@@ -27,7 +27,7 @@ auto pack(W&& w) {
   if constexpr (is_tensor_view<E>::value) {
     return packed_weights<T>(e.data(), ext[0], ext[1], e.strides()[0], e.strides()[1]);
   } else {
-    tensor<T, 2> dense_copy(dynamic_shape<2>(ext));
+    tensor<T, 2> dense_copy{dynamic_shape<2>(ext)};
     fuse::eval(dense_copy, e);
     return packed_weights<T>(dense_copy.data(), ext[0], ext[1], ext[1], 1);
   }
