@@ -235,3 +235,17 @@ TEST_CASE("horizontal fusion: Q, K and V projections of one X in one pass, X's r
     expect_matches(v, reference(ve), cell_tol(k), 0, "V");
   }
 }
+
+TEST_CASE("a contraction and a reduction in one tree: the reduction evaluated whole, the contraction by blocks") {
+  block_budget bb(64);
+  auto x = test::random_tensor({9, 13}, 700, -1, 1);
+  auto w = test::random_tensor({20, 13}, 701, -1, 1);
+  auto y = test::random_tensor({9, 20}, 702, -1, 1);
+  const auto e = dense(x, w) + mean(y, -1, keepdims) * 2.0f;
+  tensor<float, 2> out({9, 20});
+  cpu::epilogue_stats = {};
+  eval(out, e);
+  CHECK(cpu::epilogue_stats.whole_leaves == 1);
+  CHECK(cpu::epilogue_stats.partial_leaves == cpu::epilogue_stats.blocks);
+  expect_matches(out, reference(e), cell_tol(13), 0, "dense + mean");
+}

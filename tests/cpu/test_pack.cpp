@@ -46,6 +46,13 @@ TEST_CASE("packed weights across several reduction blocks and column blocks, dou
   tensor<float, 2> got({37, 4200});
   eval(got, dense(x, wp));
   expect_matches(got, reference(dense(x, w)), gemm_tol(1100), 0, "37x4200x1100 packed");
+  // Few rows (the direct form) across the three reduction blocks, from a column inside a panel.
+  for (index_t m : {index_t{1}, index_t{3}}) {
+    CAPTURE(m);
+    auto xm = test::random_tensor({m, 1100}, 5, -1, 1);
+    auto sec = split<3>(dense(xm, wp), 1);  // sections start at columns 1400 and 2800
+    test::expect_matches_reference(sec[1] * 1.0f, gemm_tol(1100), 0, "few rows x 3 reduction blocks");
+  }
   auto xd = test::random_tensor<double>({13, 800}, 3, -1, 1);
   auto wd = test::random_tensor<double>({45, 800}, 4, -1, 1);
   const auto wdp = pack(wd);
@@ -71,6 +78,9 @@ TEST_CASE("packing strided views and expressions; matmul with transpose_b reads 
   const auto p4 = pack(col_major);
   test::expect_matches_reference(dense(x, p3), gemm_tol(60), 0, "pack(view with row stride 140)");
   test::expect_matches_reference(dense(x, p4), gemm_tol(60), 0, "pack(column-major view)");
+  // An expression that is no view: evaluated once into a tensor, then packed.
+  const auto p5 = pack(transpose(kn) * 2.0f + 1.0f);
+  test::expect_matches_reference(dense(x, p5), gemm_tol(60), 0, "pack(expression)");
   test::expect_matches_reference(matmul(x, p2, false, true), gemm_tol(60), 0, "matmul over packed, transpose_b");
   test::expect_matches_reference(matmul<false, true>(x, p2), gemm_tol(60), 0, "matmul<false, true>");
   CHECK_THROWS_AS(matmul(x, p2), shape_error);
@@ -81,9 +91,12 @@ TEST_CASE("packing strided views and expressions; matmul with transpose_b reads 
 TEST_CASE("fused cells over packed weights: sections at panel boundaries and inside panels") {
   // hidden 64: gate sections start at multiples of 64 (panel boundaries); hidden 10 (the seed's
   // shape) and 45: sections start inside panels.
+  // Batch 1 and 3 take the direct few-row form, batch 5 the blocked GEMM.
+  for (index_t bt : {index_t{1}, index_t{3}, index_t{5}})
   for (index_t hd : {index_t{64}, index_t{10}, index_t{45}}) {
+    CAPTURE(bt);
     CAPTURE(hd);
-    const index_t bt = 5, in = 33;
+    const index_t in = 33;
     auto x = test::random_tensor({bt, in}, 20, -1, 1);
     auto h = test::random_tensor({bt, hd}, 21, -1, 1);
     auto c = test::random_tensor({bt, hd}, 22, -2, 2);

@@ -13,8 +13,10 @@
 // Operands are prepared once for all blocks: views are read in place (copied first when an
 // output of the pass overlaps them, since earlier blocks write while later ones still read),
 // expression operands are evaluated once. Contraction leaves the blocks cannot serve (a
-// transpose of the result, batch_matmul, rank > 2) and other nodes with kernels of their own
-// (reductions) are evaluated whole, once, before the first block writes anything.
+// reshape or strided step of the result, batch_matmul, rank > 2) and other nodes with kernels
+// of their own (reductions) are evaluated whole, once, before the first block writes anything.
+// Rows of A are packed once per block and shared by every product that reads them (the
+// sections of one contraction; contractions of one operand, as Q, K and V of one X).
 #pragma once
 
 #include <algorithm>
@@ -84,6 +86,16 @@ struct epilogue_context {
   /// materialised leaves compute nothing and read one dummy element.
   bool probing = false;
 
+  /// A rank-2 dense or matmul read through an affine map: its blocks can be computed alone.
+  /// (Other materialised nodes, reductions among them, have no `kind`: tested apart.)
+  template <class N, class Map>
+  static constexpr bool blockable_contraction() {
+    if constexpr (is_contract_expr<N>::value)
+      return N::kind != contract_kind::batch_matmul && N::rank == 2 && bind::is_affine_map<Map>::value;
+    else
+      return false;
+  }
+
   template <class N>
   static const void* type_id() {
     static const char id = 0;
@@ -115,8 +127,7 @@ struct epilogue_context {
     }
     if (next == slots.size()) slots.push_back(slot{});
     slot& s = slots[next++];
-    if constexpr (is_contract_expr<N>::value && N::kind != contract_kind::batch_matmul && R == 2 &&
-                  bind::is_affine_map<Map>::value) {
+    if constexpr (blockable_contraction<N, Map>()) {
       // The rows and columns of the contraction this block reads: [lo, lo + len) per axis.
       index_array<2> lo{}, len{};
       bool unit = true;

@@ -414,6 +414,54 @@ void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c,
                             0, c, rs, cs);
 }
 
+namespace detail {
+
+/// The direct form over prepacked B for M <= 4 rows (a GEMV when M = 1): A read in place, each
+/// panel row of B used once as it streams by, in memory order (reduction block by reduction
+/// block), the partial sums kept in C between blocks.
+template <class Acc, int M, class TA>
+void prepacked_rows(index_t n, index_t k, strided<TA> a, const Acc* b, index_t ldp, index_t j0, Acc* c, index_t rs,
+                    index_t cs) {
+  using Bk = blocking<Acc>;
+  using V = typename Bk::batch;
+  constexpr int NR = Bk::NR, NRV = Bk::NRV, W = Bk::W;
+  const index_t kb = Bk::kc_for(k);
+  const index_t first = j0 / NR * NR, skip = j0 - first, np = skip + n;
+  for (index_t k0 = 0; k0 < k; k0 += kb) {
+    const index_t kc = std::min(kb, k - k0);
+    const Acc* block = b + k0 * ldp + first * kc;
+    for (index_t jp = 0; jp < np; jp += NR) {
+      const Acc* panel = block + jp * kc;
+      V acc[M][NRV];
+      for (int r = 0; r < M; ++r)
+        for (int v = 0; v < NRV; ++v) acc[r][v] = V(Acc(0));
+      for (index_t kk = 0; kk < kc; ++kk) {
+        V bv[NRV];
+        for (int v = 0; v < NRV; ++v) bv[v] = V::load_aligned(panel + kk * NR + v * W);
+        // Fetched ahead as in the micro-kernel's few-row form: this is a stream from memory.
+        __builtin_prefetch(panel + kk * NR + 2048);
+        __builtin_prefetch(panel + kk * NR + 2048 + 64 / sizeof(Acc));
+        for (int r = 0; r < M; ++r) {
+          const V av(static_cast<Acc>(a(r, k0 + kk)));
+          for (int v = 0; v < NRV; ++v) acc[r][v] = madd(av, bv[v], acc[r][v]);
+        }
+      }
+      alignas(64) Acc tile[M * NR];
+      for (int r = 0; r < M; ++r)
+        for (int v = 0; v < NRV; ++v) acc[r][v].store_aligned(tile + r * NR + v * W);
+      const index_t lo = std::max<index_t>(0, skip - jp);
+      const index_t hi = std::min<index_t>(NR, np - jp);
+      for (int r = 0; r < M; ++r)
+        for (index_t j = lo; j < hi; ++j) {
+          Acc& dst = c[r * rs + (jp + j - skip) * cs];
+          dst = k0 > 0 ? dst + tile[r * NR + j] : tile[r * NR + j];
+        }
+    }
+  }
+}
+
+}  // namespace detail
+
 /// C = A B with B packed ahead of time (pack_b_ahead, `ldp` columns, a multiple of NR), from
 /// its column j0 on: the block of reduction rows [k0, k0 + kc) of all panels is contiguous, so
 /// the blocks stream in order and nothing is copied.
@@ -423,6 +471,15 @@ void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* b
   using Bk = blocking<Acc>;
   if (m <= 0 || n <= 0) return;
   if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
+  if (m <= 4) {
+    // Few rows: no packing of A, no tile of padded rows.
+    switch (m) {
+      case 1: return detail::prepacked_rows<Acc, 1>(n, k, a, b, ldp, j0, c, rs, cs);
+      case 2: return detail::prepacked_rows<Acc, 2>(n, k, a, b, ldp, j0, c, rs, cs);
+      case 3: return detail::prepacked_rows<Acc, 3>(n, k, a, b, ldp, j0, c, rs, cs);
+      default: return detail::prepacked_rows<Acc, 4>(n, k, a, b, ldp, j0, c, rs, cs);
+    }
+  }
   const index_t first = j0 / Bk::NR * Bk::NR;
   detail::gemm_blocked<Acc>(m, n, k, a, a_packed,
                             [&](index_t k0, index_t kc, index_t jb, index_t) {

@@ -15,7 +15,8 @@
 //
 // Operands are expressions: a contraction of a transpose or a quantize chain is one node. The
 // CPU executor evaluates a contraction with its own tiled kernel (fuse/cpu/contract.hpp); used
-// inside a larger tree it is evaluated first, like a reduction.
+// inside a larger elementwise tree it runs block by block as that tree's blocked epilogue
+// (fuse/cpu/epilogue.hpp, docs/fusion.md).
 #pragma once
 
 #include <cstddef>
