@@ -139,12 +139,24 @@ struct epilogue_context {
       }
       if (unit) {
         if constexpr (std::is_trivially_copyable_v<N>) {
+          // A block of this contraction computed already for these rows and (at least) these
+          // columns: the twin of a section read twice, or the whole width computed below.
           for (std::size_t t = 0; t < done.size(); ++t)
-            if (const computed& c = done[t];
-                c.type == type_id<N>() && c.lo == lo && c.len == len && std::memcmp(c.node, &n, sizeof(N)) == 0) {
+            if (const computed& c = done[t]; c.type == type_id<N>() && c.lo[0] == lo[0] && c.len[0] == len[0] &&
+                                             c.lo[1] <= lo[1] && lo[1] + len[1] <= c.lo[1] + c.len[1] &&
+                                             std::memcmp(c.node, &n, sizeof(N)) == 0) {
               const slot& twin = slots[c.slot];
-              return leaf_over(twin.storage, static_cast<const T*>(twin.buffer), len, index_array<2>{twin.cols, 1}, lo);
+              return leaf_over(twin.storage, static_cast<const T*>(twin.buffer), c.len, index_array<2>{twin.cols, 1},
+                               c.lo);
             }
+          // A narrow contraction read in sections (the seed's three gates of 10 columns, a
+          // batch-1 LSTM's four of 1024): all its columns for these rows in one product, which
+          // every section then reads, instead of one small product per section.
+          const index_t width = n.shape()[1];
+          if (len[1] < width && width <= 8 * len[1] && len[0] * width <= std::max<index_t>(epilogue_block_elements, 4096)) {
+            lo[1] = 0;
+            len[1] = width;
+          }
         }
         using Ops = detail::contract_operands<N>;
         if (!s.operands) {
