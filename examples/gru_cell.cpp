@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(batch), static_cast<long long>(input), static_cast<long long>(hidden),
               static_cast<long long>(steps), static_cast<long long>(3 * hidden), static_cast<long long>(input),
               static_cast<long long>(3 * hidden), static_cast<long long>(hidden));
-  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f gate blocks of the products, %zu whole "
+  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f product blockss, %zu whole "
               "evaluations, %zu passes through temporaries\n",
               double(st.passes) / double(steps), double(st.blocks) / double(steps),
               double(st.partial_leaves) / double(steps), st.whole_leaves, st.through_temporaries);

@@ -6,7 +6,7 @@
 //   h' = sigmoid(o) * tanh(c')
 //
 // Each step is ONE fuse::eval with two outputs: the dense, the split, the bias and every gate
-// op run as one blocked pass (the gate blocks of the product are computed into a cache-sized
+// op run as one blocked pass (the product blocks are computed into a cache-sized
 // buffer and consumed at once; the [batch, 4H] gates never reach memory). W is packed once
 // (fuse::pack) and reused by every step. h and c are updated in place.
 //
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   std::printf("LSTM cell: batch %lld, input %lld, hidden %lld, %lld steps (W: [%lld, %lld], packed)\n",
               static_cast<long long>(batch), static_cast<long long>(input), static_cast<long long>(hidden),
               static_cast<long long>(steps), static_cast<long long>(4 * hidden), static_cast<long long>(k));
-  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f gate blocks of the product, %zu whole "
+  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f product blocks, %zu whole "
               "evaluations, %zu passes through temporaries\n",
               double(st.passes) / double(steps), double(st.blocks) / double(steps),
               double(st.partial_leaves) / double(steps), st.whole_leaves, st.through_temporaries);
