@@ -287,3 +287,44 @@ TEST_CASE("the seed's cell: one product for all three sections of a narrow contr
   CHECK(cpu::epilogue_stats.partial_leaves == 1);
   expect_matches(out, reference(e), cell_tol(10), 0, "one section of forty");
 }
+
+TEST_CASE("prologue by rows: expression operands evaluated block by block, whole when the pass writes their inputs") {
+  // 300 rows: two row blocks of the pass (256 + 44); the concatenation [x, h] is evaluated for
+  // each row block when the block reads it, never as a [300, 60] tensor.
+  auto x = test::random_tensor({300, 25}, 900, -1, 1);
+  auto h = test::random_tensor({300, 35}, 901, -1, 1);
+  auto w = test::random_tensor({40, 60}, 902, -0.5, 0.5);
+  auto xh = concatenate(std::make_tuple(x.view(), h.view()), 1);
+  auto g = split<2>(dense(xh, w), 1);
+  const auto e = sigmoid(g[0]) * tanh(g[1]);
+  tensor<float, 2> out({300, 20});
+  cpu::epilogue_stats = {};
+  eval(out, e);
+  CHECK(cpu::epilogue_stats.blocks == 2);
+  CHECK(cpu::epilogue_stats.prologue_row_blocks == 2);
+  expect_matches(out, reference(e), cell_tol(60), 0, "dense(concatenate(x, h), w) by rows");
+
+  // A quantize chain as the operand of an int8 contraction: exact, by rows.
+  auto xf = test::random_tensor({300, 48}, 903, -3, 3);
+  auto w8 = test::random_tensor<std::int8_t>({33, 48}, 904, -128, 127);
+  const auto q = cast<std::int8_t>(clip(round(xf * 60.0f), -128, 127));  // saturates at both ends
+  const auto e8 = dense(q, w8) + 0;
+  tensor<std::int32_t, 2> out8({300, 33});
+  cpu::epilogue_stats = {};
+  eval(out8, e8);
+  CHECK(cpu::epilogue_stats.prologue_row_blocks == cpu::epilogue_stats.blocks);
+  expect_matches(out8, reference(e8), {}, 0, "dense(cast<int8>(clip(round(x * s))), w8) by rows");
+
+  // The pass writes what the operand reads (h updated in place): evaluated whole, first.
+  block_budget bb(64);
+  auto h2 = test::random_tensor({30, 35}, 905, -1, 1);
+  auto x2 = test::random_tensor({30, 25}, 906, -1, 1);
+  auto w2 = test::random_tensor({35, 60}, 907, -0.5, 0.5);
+  const auto upd = tanh(dense(concatenate(std::make_tuple(x2.view(), h2.view()), 1), w2));
+  const auto want = reference(upd);
+  cpu::epilogue_stats = {};
+  eval(h2, upd);
+  CHECK(cpu::epilogue_stats.blocks > 1);
+  CHECK(cpu::epilogue_stats.prologue_row_blocks == 0);
+  expect_matches(h2, want, cell_tol(60), 0, "in-place h, operand evaluated whole");
+}

@@ -39,8 +39,37 @@ std::optional<index_t> flat_stride(const index_array<R>& ext, const index_array<
 
 using byte_ranges = small_vector<std::pair<const void*, const void*>, 8>;
 
+/// The memory an elementwise expression reads, as byte ranges of its tensor leaves; false when
+/// it holds a node with a kernel of its own (a reduction, a contraction, a gather), whose
+/// inputs are not walked here.
+template <class E>
+bool leaf_byte_ranges(const E& e, byte_ranges& out) {
+  if constexpr (is_tensor_view<E>::value) {
+    const void *l = nullptr, *h = nullptr;
+    bind::detail::byte_range(e.data(), e.shape().array(), e.strides().data(), sizeof(typename E::value_type), l, h);
+    out.push_back({l, h});
+    return true;
+  } else if constexpr (is_scalar_expr<E>::value) {
+    return true;
+  } else if constexpr (requires { typename E::op_type; }) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (leaf_byte_ranges(fuse::get<I>(e.args), out) && ...);
+    }(std::make_index_sequence<decltype(e.args)::size>{});
+  } else if constexpr (is_affine_view<E>::value || is_reshape_view<E>::value) {
+    return leaf_byte_ranges(e.child, out);
+  } else if constexpr (is_concat_expr<E>::value) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return (leaf_byte_ranges(fuse::get<I>(e.children), out) && ...);
+    }(std::make_index_sequence<E::count>{});
+  } else {
+    return false;
+  }
+}
+
 /// An operand's elements in memory: the operand's own view when it is one (and its first
-/// `flatten` axes flatten to one stride), else a contiguous buffer holding its values.
+/// `flatten` axes flatten to one stride), else a contiguous buffer holding its values: the
+/// whole operand evaluated once, or (`by_rows`, the prologue of a blocked pass) only the rows a
+/// block reads, evaluated when that block asks for them (rows()).
 template <class E>
 struct operand_memory {
   using T = typename E::value_type;
@@ -51,10 +80,63 @@ struct operand_memory {
   const void* lo = nullptr;  ///< the bytes it reads, for overlap checks
   const void* hi = nullptr;
 
+  /// By rows: the expression, the rows [row0, row0 + nrows) now in `owned`, and the function
+  /// that evaluates rows (with the pass's math mode).
+  bool lazy = false;
+  std::optional<E> expr;
+  index_t row0 = -1, nrows = 0;
+  std::size_t evaluations = 0;  ///< row blocks evaluated so far
+  void (*eval_rows)(const E&, tensor<T, static_cast<int>(R)>&, index_t, index_t) = nullptr;
+
+  /// The rows [i0, i0 + m) of a by-rows operand, contiguous (row stride: the last extent).
+  const T* rows(index_t i0, index_t m) {
+    if constexpr (R == 2) {
+      if (i0 != row0 || m != nrows) {
+        if (!owned || owned->shape()[0] < m) owned.emplace(dynamic_shape<2>({m, ext[1]}));
+        eval_rows(*expr, *owned, i0, m);
+        ++evaluations;
+        row0 = i0;
+        nrows = m;
+      }
+      return owned->data();
+    } else {
+      return data;
+    }
+  }
+
   /// `avoid`: byte ranges about to be written (outputs of a blocked pass); a view overlapping
-  /// one is copied rather than read in place.
+  /// one is copied rather than read in place. `by_rows`: an expression operand of rank 2 may be
+  /// evaluated block by block when nothing it reads is written by the pass.
   template <class Mode>
-  operand_memory(const E& e, std::size_t flatten, Mode, const byte_ranges* avoid = nullptr) : ext(e.shape().array()) {
+  operand_memory(const E& e, std::size_t flatten, Mode, const byte_ranges* avoid = nullptr, bool by_rows = false)
+      : ext(e.shape().array()) {
+    if constexpr (!is_tensor_view<E>::value && R == 2) {
+      byte_ranges reads;
+      if (by_rows && avoid && leaf_byte_ranges(e, reads)) {
+        bool clear = true;
+        for (std::size_t i = 0; i < reads.size(); ++i) {
+          for (std::size_t o = 0; o < avoid->size(); ++o)
+            if (overlaps(reads[i].first, reads[i].second, (*avoid)[o].first, (*avoid)[o].second)) clear = false;
+          if (reads[i].first != reads[i].second) {
+            if (!lo || reads[i].first < lo) lo = reads[i].first;
+            if (!hi || reads[i].second > hi) hi = reads[i].second;
+          }
+        }
+        if (clear) {
+          lazy = true;
+          expr.emplace(e);
+          str = index_array<R>{ext[R - 1], 1};
+          eval_rows = [](const E& x, tensor<T, static_cast<int>(R)>& dst, index_t i0, index_t m) {
+            auto block = strided_slice(x, {i0, index_t{0}}, {i0 + m, x.shape()[1]});
+            tensor_view<T, static_cast<int>(R)> v(dst.data(), dynamic_shape<R>(index_array<R>{m, x.shape()[1]}),
+                                                  index_array<R>{x.shape()[1], 1});
+            fuse::detail::eval_one(v, block, Mode{});
+          };
+          return;
+        }
+        lo = hi = nullptr;
+      }
+    }
     if constexpr (is_tensor_view<E>::value) {
       if (flat_stride(ext, e.strides(), flatten)) {
         data = e.data();
@@ -96,11 +178,11 @@ class packed_rows_cache {
   /// The packing of the m x k rows at `data` (strides rs, cs), made by pack(dst) on a miss.
   /// Null when it would be too big to keep (then the GEMM packs block by block).
   template <class T, class TA, class Pack>
-  const T* rows(const TA* data, index_t rs, index_t cs, index_t m, index_t k, Pack&& pack) {
+  const T* rows(const TA* data, index_t tag, index_t rs, index_t cs, index_t m, index_t k, Pack&& pack) {
     const index_t elems = gemm::packed_a_size<T>(m, k);
     const std::size_t bytes = static_cast<std::size_t>(elems) * sizeof(T);
     if (bytes > (std::size_t{4} << 20)) return nullptr;
-    const key want{data, rs, cs, m, k, sizeof(T)};
+    const key want{data, tag, rs, cs, m, k, sizeof(T)};
     for (entry& e : entries_)
       if (e.buf && e.k == want) return reinterpret_cast<const T*>(e.buf->p);
     entry& e = entries_[next_];
@@ -119,6 +201,7 @@ class packed_rows_cache {
  private:
   struct key {
     const void* data;
+    index_t tag;  ///< the row origin of a buffer that holds different rows over time, else -1
     index_t rs, cs, m, k;
     std::size_t elem;
     bool operator==(const key&) const = default;
@@ -141,7 +224,7 @@ struct contract_operands {
   using B = typename Node::b_type;
   static constexpr contract_kind K = Node::kind;
   static constexpr bool packed_b = is_packed_view<B>::value;
-  operand_memory<A> am;
+  mutable operand_memory<A> am;  // mutable: a by-rows operand evaluates its rows on demand
   std::conditional_t<packed_b, packed_operand<B>, operand_memory<B>> bm;
   index_t a_rs = 0, a_cs = 0, a_bs = 0, b_ks = 0, b_ns = 0, b_bs = 0;
 
@@ -153,7 +236,10 @@ struct contract_operands {
   template <class Mode>
   contract_operands(const Node& node, Mode, const byte_ranges* avoid = nullptr)
       // dense/matmul read A as [M, K] with its leading axes flattened into M.
-      : am(node.a, K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1, Mode{}, avoid),
+      // An expression A of a dense/matmul in a blocked pass is evaluated by row blocks (the
+      // prologue): only the rows a block reads, when it reads them.
+      : am(node.a, K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1, Mode{}, avoid,
+           K != contract_kind::batch_matmul && !node.trans_a),
         bm(node.b, 0, Mode{}, avoid) {
     if constexpr (K == contract_kind::batch_matmul) {
       a_bs = node.batch_a == 1 ? 0 : am.str[0];
@@ -170,6 +256,7 @@ struct contract_operands {
         a_rs = *flat_stride(am.ext, am.str, A::rank - 1);
         a_cs = am.str[A::rank - 1];
       }
+      if (am.lazy) a_rs = node.k, a_cs = 1;
       if constexpr (!packed_b) {
         b_ks = node.trans_b ? bm.str[1] : bm.str[0];
         b_ns = node.trans_b ? bm.str[0] : bm.str[1];
@@ -181,13 +268,15 @@ struct contract_operands {
   template <class Out>
   void multiply(const Node& node, index_t bi, index_t i0, index_t m, index_t j0, index_t n, Out* c, index_t rs,
                 index_t cs) const {
-    const gemm::strided<typename A::value_type> a{am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
+    const gemm::strided<typename A::value_type> a{
+        am.lazy ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
     const Out* a_packed = nullptr;
     if constexpr (std::is_floating_point_v<Out> && std::is_same_v<typename A::value_type, Out>) {
       // Shared rows, when the product is not one the direct (unpacked) form takes and the
-      // packing stays within a few MiB.
+      // packing stays within a few MiB. A by-rows operand reuses one buffer for every row
+      // block: its origin tells them apart.
       if (shared_rows && m > 4 && m * n * node.k > 32768)
-        a_packed = shared_rows->template rows<Out>(a.data, a.rs, a.cs, m, node.k,
+        a_packed = shared_rows->template rows<Out>(a.data, am.lazy ? i0 : -1, a.rs, a.cs, m, node.k,
                                                    [&](Out* dst) { gemm::pack_a_ahead<Out>(dst, a, m, node.k); });
     }
     if constexpr (packed_b)

@@ -40,6 +40,7 @@ struct epilogue_counters {
   std::size_t whole_leaves = 0;         ///< nodes evaluated whole (once per pass)
   std::size_t through_temporaries = 0;  ///< passes whose outputs went through temporaries
   std::size_t row_packings = 0;         ///< row blocks of A packed for the GEMM and shared by its products
+  std::size_t prologue_row_blocks = 0;  ///< row blocks of expression operands evaluated (prologue by rows)
 };
 inline thread_local epilogue_counters epilogue_stats;
 
@@ -190,8 +191,10 @@ struct epilogue_context {
           }
         }
         T* buf = static_cast<T*>(s.buffer);
-        std::static_pointer_cast<const Ops>(s.operands)
-            ->template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf, s.cols, 1);
+        const auto& ops = *std::static_pointer_cast<const Ops>(s.operands);
+        const std::size_t evaluated = ops.am.evaluations;
+        ops.template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf, s.cols, 1);
+        epilogue_stats.prologue_row_blocks += ops.am.evaluations - evaluated;
         if constexpr (std::is_trivially_copyable_v<N>) done.push_back({type_id<N>(), &n, lo, len, next - 1});
         ++epilogue_stats.partial_leaves;
         return leaf_over(s.storage, buf, len, index_array<2>{s.cols, 1}, lo);
