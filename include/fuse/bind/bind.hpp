@@ -24,12 +24,24 @@ auto bind(const Node& n, const Map& m, Ctx& ctx);
 
 namespace detail {
 
+/// The map of an operand with extents `from` under a node with extents `to` read through m: m
+/// itself when the operand has the node's shape (most operands: nothing to broadcast, and
+/// composing with the identity would cost a map built and walked per operand per bind).
+template <class Map, std::size_t Rc, std::size_t R>
+FUSE_FORCE_INLINE auto operand_map(const Map& m, const index_array<Rc>& from, const index_array<R>& to) {
+  using Composed = decltype(compose(m, broadcast_axes(from, to)));
+  if constexpr (Rc == R && std::is_same_v<Composed, Map>) {
+    if (from == to) return m;
+  }
+  return compose(m, broadcast_axes(from, to));
+}
+
 template <class Mode, class Op, class... A, class Map, class Ctx, std::size_t... I>
 auto bind_map(const map_expr<Op, A...>& n, const Map& m, Ctx& ctx, std::index_sequence<I...>) {
   const auto ext = n.shape().array();
   using T = typename map_expr<Op, A...>::value_type;
-  using E = map_eval<Mode, Op, T, decltype(bind<Mode>(fuse::get<I>(n.args), compose(m, broadcast_axes(fuse::get<I>(n.args).shape().array(), ext)), ctx))...>;
-  return E{n.op, {bind<Mode>(fuse::get<I>(n.args), compose(m, broadcast_axes(fuse::get<I>(n.args).shape().array(), ext)), ctx)...}};
+  using E = map_eval<Mode, Op, T, decltype(bind<Mode>(fuse::get<I>(n.args), operand_map(m, fuse::get<I>(n.args).shape().array(), ext), ctx))...>;
+  return E{n.op, {bind<Mode>(fuse::get<I>(n.args), operand_map(m, fuse::get<I>(n.args).shape().array(), ext), ctx)...}};
 }
 
 template <std::size_t R>
