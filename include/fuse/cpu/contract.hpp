@@ -279,9 +279,14 @@ struct contract_operands {
         a_packed = shared_rows->template rows<Out>(a.data, am.lazy ? i0 : -1, a.rs, a.cs, m, node.k,
                                                    [&](Out* dst) { gemm::pack_a_ahead<Out>(dst, a, m, node.k); });
     }
-    if constexpr (packed_b)
-      gemm::gemm_prepacked<Out>(m, n, node.k, a, bm.view.data, bm.view.ldp, j0, c, rs, cs, a_packed);
-    else {
+    if constexpr (packed_b) {
+      using TB = typename B::value_type;
+      // 8-bit weights packed for the VNNI kernel (vpmaddwd where the CPU lacks VNNI).
+      if constexpr (sizeof(TB) == 1)
+        gemm::gemm_int8_prepacked<typename A::value_type, TB>(m, n, node.k, a, bm.view.packed, j0, c, rs, cs);
+      else
+        gemm::gemm_prepacked<Out>(m, n, node.k, a, bm.view.data, bm.view.ldp, j0, c, rs, cs, a_packed);
+    } else {
       using TA = typename A::value_type;
       using TB = typename B::value_type;
       const gemm::strided<TB> b{bm.data + bi * b_bs + j0 * b_ns, b_ks, b_ns};

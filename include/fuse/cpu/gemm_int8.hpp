@@ -39,6 +39,14 @@
 // stay in L2/L3), for each MC rows A is packed (its block stays in L2), then every NR-column B
 // panel (in L1 while it is used) meets every MR-row A panel in the register-blocked micro-kernel.
 // Packing reads any strides; contiguous rows or columns of 8-bit data take SSE2 4x4 transposes.
+//
+// Constant B packed ahead of time (fuse::pack of int8/uint8 weights): pack_int8_b_ahead keeps
+// the panels run() would pack, for every reduction block and every column, and
+// gemm_int8_prepacked reads them in place from any column (a section of a split starting
+// inside a panel stores only the columns it asked for). The packing does not know A's dtype;
+// only the A dtype equal to B's needs a correction, and its sign follows from B's dtype, so one
+// correction row per panel serves every A (the mixed pairs skip it). Without VNNI the panels
+// hold int16 and no correction; the portable build keeps B as it came.
 #pragma once
 
 #include <algorithm>
@@ -54,6 +62,9 @@
 #endif
 
 namespace fuse::cpu::gemm {
+
+template <class TB>
+struct packed_int8_b;
 
 namespace detail::int8 {
 
@@ -324,13 +335,14 @@ void pack_panel(unsigned char* dst, const T* src, index_t ls, index_t ks, index_
   scalar(0, valid, 0, kg);
 }
 
-/// The ROWS x NR tile C[0..h, 0..w) (+)= A panel * B panel over kg groups (ROWS <= MR: the A
+/// The ROWS x NR tile's rows [0, h) and columns [lo, lo + w), stored from c (or, `accumulate`,
+/// added to it) = A panel * B panel over kg groups (ROWS <= MR: the A
 /// panel is laid out for MR rows, and only its first ROWS are multiplied, so short tails of m
 /// cost what they use). BU: B on vpdpbusd's unsigned side. CORR: accumulators start from the
 /// per-column correction stored after the B panel.
 template <int ROWS, bool BU, bool CORR>
 FUSE_FORCE_INLINE void micro_kernel(index_t kg, const unsigned char* ap, const unsigned char* bp, std::int32_t* c,
-                                   index_t rs, index_t cs, index_t h, index_t w, bool accumulate) {
+                                   index_t rs, index_t cs, index_t h, index_t lo, index_t w, bool accumulate) {
   using V = typename isa::V;
   constexpr int MR = isa::MR, NRV = isa::NRV, W = isa::W, NR = W * NRV;
   V acc[ROWS][NRV];
@@ -352,7 +364,7 @@ FUSE_FORCE_INLINE void micro_kernel(index_t kg, const unsigned char* ap, const u
       for (int v = 0; v < NRV; ++v) acc[r][v] = BU ? isa::dot(acc[r][v], bv[v], av) : isa::dot(acc[r][v], av, bv[v]);
     }
   }
-  if (h == ROWS && w == NR && cs == 1) {
+  if (h == ROWS && lo == 0 && w == NR && cs == 1) {
 #pragma GCC unroll 12
     for (int r = 0; r < ROWS; ++r)
 #pragma GCC unroll 4
@@ -368,7 +380,7 @@ FUSE_FORCE_INLINE void micro_kernel(index_t kg, const unsigned char* ap, const u
   for (index_t r = 0; r < h; ++r)
     for (index_t j = 0; j < w; ++j) {
       std::int32_t& d = c[r * rs + j * cs];
-      const std::int32_t t = buf[r * NR + j];
+      const std::int32_t t = buf[r * NR + lo + j];
       // wrapping, as the vector adds
       d = accumulate ? static_cast<std::int32_t>(static_cast<std::uint32_t>(d) + static_cast<std::uint32_t>(t)) : t;
     }
@@ -377,14 +389,14 @@ FUSE_FORCE_INLINE void micro_kernel(index_t kg, const unsigned char* ap, const u
 /// The micro-kernel with the fewest rows that covers h (1, 2, 4, 8 or MR).
 template <bool BU, bool CORR>
 FUSE_FORCE_INLINE void tile(index_t kg, const unsigned char* ap, const unsigned char* bp, std::int32_t* c, index_t rs,
-                            index_t cs, index_t h, index_t w, bool accumulate) {
+                            index_t cs, index_t h, index_t lo, index_t w, bool accumulate) {
   constexpr int MR = isa::MR;
-  if (h == MR) micro_kernel<MR, BU, CORR>(kg, ap, bp, c, rs, cs, h, w, accumulate);
-  else if (h <= 1) micro_kernel<1, BU, CORR>(kg, ap, bp, c, rs, cs, h, w, accumulate);
-  else if (h <= 2) micro_kernel<2, BU, CORR>(kg, ap, bp, c, rs, cs, h, w, accumulate);
-  else if (h <= 4 && MR > 4) micro_kernel<(MR > 4 ? 4 : MR), BU, CORR>(kg, ap, bp, c, rs, cs, h, w, accumulate);
-  else if (h <= 8 && MR > 8) micro_kernel<(MR > 8 ? 8 : MR), BU, CORR>(kg, ap, bp, c, rs, cs, h, w, accumulate);
-  else micro_kernel<MR, BU, CORR>(kg, ap, bp, c, rs, cs, h, w, accumulate);
+  if (h == MR) micro_kernel<MR, BU, CORR>(kg, ap, bp, c, rs, cs, h, lo, w, accumulate);
+  else if (h <= 1) micro_kernel<1, BU, CORR>(kg, ap, bp, c, rs, cs, h, lo, w, accumulate);
+  else if (h <= 2) micro_kernel<2, BU, CORR>(kg, ap, bp, c, rs, cs, h, lo, w, accumulate);
+  else if (h <= 4 && MR > 4) micro_kernel<(MR > 4 ? 4 : MR), BU, CORR>(kg, ap, bp, c, rs, cs, h, lo, w, accumulate);
+  else if (h <= 8 && MR > 8) micro_kernel<(MR > 8 ? 8 : MR), BU, CORR>(kg, ap, bp, c, rs, cs, h, lo, w, accumulate);
+  else micro_kernel<MR, BU, CORR>(kg, ap, bp, c, rs, cs, h, lo, w, accumulate);
 }
 
 /// Per-column corrections of one packed B panel (kg groups of NR lanes), stored after it:
@@ -412,6 +424,15 @@ void store_correction(unsigned char* bp, index_t kg) {
   }
 }
 
+/// The reduction block for a reduction of k (> 0): equal blocks of at most KC, a multiple of 4
+/// each, so that k = 1100 runs as 2 x 552 rather than 1024 + a short block that reads and
+/// writes C as often for a tenth of the products.
+inline index_t kc_for(index_t k) {
+  constexpr index_t KC = isa::KC;
+  const index_t blocks = (k + KC - 1) / KC;
+  return ((k + blocks - 1) / blocks + 3) / 4 * 4;
+}
+
 template <class TA, class TB>
 void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int32_t* c, index_t rs, index_t cs) {
   constexpr int G = isa::G, MR = isa::MR, NR = isa::W * isa::NRV;
@@ -421,9 +442,7 @@ void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int
   constexpr bool CORR = isa::vnni && std::is_same_v<TA, TB>;
   constexpr unsigned char flip = CORR ? 0x80 : 0;
   const auto round_up = [](index_t x, index_t q) { return (x + q - 1) / q * q; };
-  // Equal reduction blocks (a multiple of 4 each), so that k = 1100 runs as 2 x 552 rather
-  // than 1024 + a short block that reads and writes C as often for a tenth of the products.
-  const index_t kc_step = round_up((k + (k + KC - 1) / KC - 1) / ((k + KC - 1) / KC), 4);
+  const index_t kc_step = kc_for(k);
   const index_t nc_max = std::min(NC, round_up(n, NR));
   const index_t kg_max = (std::min(kc_step, k) + G - 1) / G;
   const index_t mc_max = std::min(MC, round_up(m, MR));
@@ -449,7 +468,80 @@ void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int
           const unsigned char* bp = bbuf.p + jp / NR * bstride;
           for (index_t ip = 0; ip < mc; ip += MR)
             tile<BU, CORR>(kg, abuf.p + ip * kg * 4, bp, c + (i0 + ip) * rs + (j0 + jp) * cs, rs, cs,
-                           std::min<index_t>(MR, mc - ip), std::min<index_t>(NR, nc - jp), k0 > 0);
+                           std::min<index_t>(MR, mc - ip), 0, std::min<index_t>(NR, nc - jp), k0 > 0);
+        }
+      }
+    }
+  }
+}
+
+// --- B packed ahead of time (fuse::pack of 8-bit weights) -----------------------------------------
+// The layout run() packs block by block, kept whole: for each reduction block (kc_for(k) rows,
+// the last one shorter), the panels of all columns, each panel as pack_panel writes it (B's own
+// bytes, or int16 for vpmaddwd) followed, with VNNI, by one row of per-column corrections.
+// A panel of B does not know A's dtype, but only one A dtype needs its correction: the one
+// equal to B's (int8 x int8: -128 * sum_k B; uint8 x uint8: +128 * sum_k B); the mixed pairs
+// skip the row.
+
+/// Correction rows after each packed B panel.
+inline constexpr index_t corr_rows = isa::vnni ? 1 : 0;
+
+/// Bytes of one packed B panel of kc reduction rows.
+inline index_t panel_bytes(index_t kc) { return ((kc + isa::G - 1) / isa::G + corr_rows) * isa::W * isa::NRV * 4; }
+
+/// Packs B (k x n) whole for gemm_int8_prepacked; dst: 64-byte aligned, packed_bytes(k, n).
+template <class TB>
+void pack_b_whole(unsigned char* dst, strided<TB> b, index_t k, index_t n) {
+  constexpr int G = isa::G, NR = isa::W * isa::NRV;
+  const index_t kc_step = kc_for(k), panels = (n + NR - 1) / NR;
+  for (index_t k0 = 0; k0 < k; k0 += kc_step) {
+    const index_t kc = std::min(kc_step, k - k0);
+    unsigned char* block = dst + (k0 / kc_step) * panels * panel_bytes(kc_step);
+    for (index_t p = 0; p < panels; ++p) {
+      unsigned char* bp = block + p * panel_bytes(kc);
+      pack_panel<G>(bp, &b(k0, p * NR), b.cs, b.rs, std::min<index_t>(NR, n - p * NR), NR, kc, 0);
+      if constexpr (isa::vnni)
+        store_correction<std::is_same_v<TB, std::uint8_t>, std::is_same_v<TB, std::int8_t>>(bp, (kc + G - 1) / G);
+    }
+  }
+}
+
+/// run() over B packed ahead (pack_b_whole), from its column j0 on (a panel boundary or not:
+/// columns are counted in panel space, where the product's column 0 is column `skip` of the
+/// first panel read).
+template <class TA, class TB>
+void run_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed_int8_b<TB>& b, index_t j0,
+                   std::int32_t* c, index_t rs, index_t cs) {
+  constexpr int G = isa::G, MR = isa::MR, NR = isa::W * isa::NRV;
+  constexpr index_t MC = isa::MC, NC = isa::NC;
+  constexpr bool BU = isa::vnni && std::is_same_v<TB, std::uint8_t>;
+  constexpr bool CORR = isa::vnni && std::is_same_v<TA, TB>;
+  constexpr unsigned char flip = CORR ? 0x80 : 0;
+  const index_t kc_step = b.kc;
+  const index_t first = j0 / NR * NR, skip = j0 - first, np = skip + n;
+  const index_t kg_max = (std::min(kc_step, k) + G - 1) / G;
+  const index_t mc_max = std::min(MC, (m + MR - 1) / MR * MR);
+  gemm::detail::aligned_buffer<unsigned char> abuf(static_cast<std::size_t>(mc_max * kg_max * 4));
+  for (index_t jb = 0; jb < np; jb += NC) {
+    const index_t nc = std::min(NC, np - jb);
+    for (index_t k0 = 0; k0 < k; k0 += kc_step) {
+      const index_t kc = std::min(kc_step, k - k0);
+      const index_t kg = (kc + G - 1) / G;
+      const index_t bstride = panel_bytes(kc);
+      const unsigned char* block =
+          b.data + (k0 / kc_step) * b.panels * panel_bytes(kc_step) + (first + jb) / NR * bstride;
+      for (index_t i0 = 0; i0 < m; i0 += MC) {
+        const index_t mc = std::min(MC, m - i0);
+        for (index_t ip = 0; ip < mc; ip += MR)
+          pack_panel<G>(abuf.p + ip * kg * 4, &a(i0 + ip, k0), a.rs, a.cs, std::min<index_t>(MR, mc - ip), MR, kc, flip);
+        for (index_t jp = 0; jp < nc; jp += NR) {
+          const unsigned char* bp = block + jp / NR * bstride;
+          const index_t lo = std::max<index_t>(0, skip - (jb + jp));
+          const index_t w = std::min<index_t>(NR, np - (jb + jp)) - lo;
+          std::int32_t* cc = c + i0 * rs + (jb + jp + lo - skip) * cs;
+          for (index_t ip = 0; ip < mc; ip += MR)
+            tile<BU, CORR>(kg, abuf.p + ip * kg * 4, bp, cc + ip * rs, rs, cs, std::min<index_t>(MR, mc - ip), lo, w,
+                           k0 > 0);
         }
       }
     }
@@ -488,6 +580,101 @@ void gemm_int8(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, st
 #else
   // No vector dot-product instructions known here: the widening GEMM (exact, wrapping).
   gemm<std::int32_t>(m, n, k, a, b, c, rs, cs);
+#endif
+}
+
+/// B (k x n, int8 or uint8) packed ahead of time for gemm_int8_prepacked, in the kernel's own
+/// layout (all reduction blocks, all panels, with their corrections), so that constant weights
+/// are never repacked (fuse::pack). A description of memory owned elsewhere: make it with
+/// pack_int8_b_ahead into packed_int8_b_bytes(k, n) bytes, 64-byte aligned. (The portable
+/// build keeps B as it came, column by column: B(kk, j) at data[j k + kk].)
+template <class TB>
+struct packed_int8_b {
+  static_assert(std::is_same_v<TB, std::int8_t> || std::is_same_v<TB, std::uint8_t>,
+                "fuse: packed_int8_b holds int8 or uint8 weights");
+  const unsigned char* data = nullptr;
+  index_t k = 0, n = 0;
+  index_t kc = 0;      ///< reduction rows per block (the last block may be shorter)
+  index_t panels = 0;  ///< panels per reduction block (n rounded up to the panel width, / it)
+
+  /// B(kk, j), read back from the packing.
+  TB element(index_t kk, index_t j) const {
+#if FUSE_GEMM_INT8_ISA > 0
+    namespace d = detail::int8;
+    constexpr int G = d::isa::G, NR = d::isa::W * d::isa::NRV;
+    const index_t k0 = kk / kc * kc;
+    const unsigned char* bp =
+        data + (kk / kc) * panels * d::panel_bytes(kc) + (j / NR) * d::panel_bytes(std::min(kc, k - k0));
+    const index_t g = (kk - k0) / G, t = (kk - k0) % G;
+    const unsigned char* at = bp + (g * NR + j % NR) * 4;
+    if constexpr (G == 4) {
+      return static_cast<TB>(at[t]);
+    } else {
+      std::int16_t v;
+      std::memcpy(&v, at + 2 * t, 2);
+      return static_cast<TB>(v);
+    }
+#else
+    return static_cast<TB>(data[j * k + kk]);
+#endif
+  }
+};
+
+/// Bytes of the packing of a k x n B (pack_int8_b_ahead).
+template <class TB>
+index_t packed_int8_b_bytes(index_t k, index_t n) {
+  if (k <= 0 || n <= 0) return 0;
+#if FUSE_GEMM_INT8_ISA > 0
+  namespace d = detail::int8;
+  constexpr int NR = d::isa::W * d::isa::NRV;
+  const index_t kc = d::kc_for(k), panels = (n + NR - 1) / NR;
+  return panels * (k / kc * d::panel_bytes(kc) + (k % kc ? d::panel_bytes(k % kc) : 0));
+#else
+  return k * n;
+#endif
+}
+
+/// Packs B (k x n, strided) into dst (packed_int8_b_bytes(k, n) bytes, 64-byte aligned) for
+/// gemm_int8_prepacked with any A dtype; returns its description.
+template <class TB>
+packed_int8_b<TB> pack_int8_b_ahead(unsigned char* dst, strided<TB> b, index_t k, index_t n) {
+  packed_int8_b<TB> p;
+  p.data = dst;
+  p.k = k;
+  p.n = n;
+  if (k <= 0 || n <= 0) return p;
+#if FUSE_GEMM_INT8_ISA > 0
+  constexpr int NR = detail::int8::isa::W * detail::int8::isa::NRV;
+  p.kc = detail::int8::kc_for(k);
+  p.panels = (n + NR - 1) / NR;
+  detail::int8::pack_b_whole<TB>(dst, b, k, n);
+#else
+  p.kc = k;
+  p.panels = n;
+  for (index_t j = 0; j < n; ++j)
+    for (index_t kk = 0; kk < k; ++kk) std::memcpy(dst + j * k + kk, &b(kk, j), 1);
+#endif
+  return p;
+}
+
+/// C = A B as gemm_int8 (same results, bit for bit), with B packed ahead (pack_int8_b_ahead)
+/// and read in place from its column j0 on (any column, inside a panel or not; j0 + n <= b.n,
+/// k == b.k).
+template <class TA, class TB>
+void gemm_int8_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed_int8_b<TB>& b, index_t j0,
+                         std::int32_t* c, index_t rs, index_t cs) {
+  static_assert(std::is_same_v<TA, std::int8_t> || std::is_same_v<TA, std::uint8_t>,
+                "fuse: gemm_int8_prepacked takes int8 or uint8 data");
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    for (index_t i = 0; i < m; ++i)
+      for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = 0;
+    return;
+  }
+#if FUSE_GEMM_INT8_ISA > 0
+  detail::int8::run_prepacked<TA, TB>(m, n, k, a, b, j0, c, rs, cs);
+#else
+  gemm_int8<TA, TB>(m, n, k, a, strided<TB>{reinterpret_cast<const TB*>(b.data) + j0 * k, 1, k}, c, rs, cs);
 #endif
 }
 
