@@ -328,3 +328,20 @@ TEST_CASE("prologue by rows: expression operands evaluated block by block, whole
   CHECK(cpu::epilogue_stats.prologue_row_blocks == 0);
   expect_matches(h2, want, cell_tol(60), 0, "in-place h, operand evaluated whole");
 }
+
+TEST_CASE("empty extents with packed and unpacked weights: zeros, no reads") {
+  for (auto [m, n, k] : {std::tuple<index_t, index_t, index_t>{3, 5, 0}, {0, 5, 7}, {3, 0, 7}, {0, 0, 0}, {1, 33, 0}}) {
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    auto x = test::random_tensor({m, k}, 950, -1, 1);
+    auto w = test::random_tensor({n, k}, 951, -1, 1);
+    const auto wp = pack(w);
+    tensor<float, 2> a({m, n}), b({m, n});
+    for (auto& v : a) v = 42;
+    eval(a, dense(x, wp));
+    eval(b, dense(x, w) * 2.0f + 1.0f);
+    for (index_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == 0.0f);
+    for (index_t i = 0; i < b.size(); ++i) REQUIRE(b.data()[i] == 1.0f);
+  }
+}

@@ -68,6 +68,7 @@ struct blocking {
   /// The reduction block for a reduction of k: K cut into equal blocks of at most KC (768 is
   /// two blocks of 384 rather than 512 + 256), a multiple of 8.
   static constexpr index_t kc_for(index_t k) {
+    if (k <= 0) return 8;  // no reduction: any block (packings of it hold nothing)
     const index_t blocks = (k + KC - 1) / KC;
     return std::min<index_t>(KC, ((k + blocks - 1) / blocks + 7) / 8 * 8);
   }
