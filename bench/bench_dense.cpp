@@ -10,11 +10,19 @@
 // [64 x 2048] by [4096 x 2048]^T, and odd ones (257x1000x300, a GEMV 1x4096x1024).
 // Every variant's result is checked once against double-precision dot products (whole first,
 // last and sampled rows and columns) before it is timed. Items are FLOPs (2MNK per call).
+// int8 (nn.dense with int8 data and weights, out_dtype int32, as a quantized model runs it):
+//   gemm_s8/fuse/M/N/K   fuse::eval(C32, fuse::dense(A8, W8)) (VNNI where the CPU has it)
+//   gemm_s8/eigen/M/N/K  Eigen's int32 GEMM over copies widened once, outside the timing
+//                        (Eigen has no 8-bit kernel: what hand-written Eigen code would run)
+//   gemm_s8/floor/M/N/K  2MNK / the vpdpbusd peak of one core (947 GOP/s measured)
+// checked exactly against an int64 sum on sampled rows before timing.
 // Single thread. ./scripts/bench dense prints the ratios.
 #include <Eigen/Core>
 
 #include <cstdlib>
 #include <map>
+#include <random>
+#include <string>
 #include <memory>
 #include <tuple>
 #include <vector>
@@ -136,6 +144,84 @@ void gemm_floor(benchmark::State& state) {
   fuse_bench::set_flops(state, flops);
 }
 
+// ---- int8 -------------------------------------------------------------------------------------------
+
+using row_matrix_i32 = Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+struct s8_inputs {
+  index_t m, n, k;
+  fuse::tensor<std::int8_t, 2> a, w;
+  row_matrix_i32 a32, w32;  // the same values widened, for Eigen
+  s8_inputs(index_t m_, index_t n_, index_t k_) : m(m_), n(n_), k(k_), a({m_, k_}), w({n_, k_}) {
+    std::mt19937 g(static_cast<std::uint32_t>(m * 5 + n * 3 + k));
+    std::uniform_int_distribution<int> d(-128, 127);
+    for (auto& v : a) v = static_cast<std::int8_t>(d(g));
+    for (auto& v : w) v = static_cast<std::int8_t>(d(g));
+    a32 = Eigen::Map<const Eigen::Matrix<std::int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(a.data(), m, k)
+              .cast<std::int32_t>();
+    w32 = Eigen::Map<const Eigen::Matrix<std::int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(w.data(), n, k)
+              .cast<std::int32_t>();
+  }
+};
+
+const s8_inputs& s8_data(index_t m, index_t n, index_t k) {
+  static std::map<std::tuple<index_t, index_t, index_t>, std::unique_ptr<s8_inputs>> cache;
+  auto& p = cache[{m, n, k}];
+  if (!p) p = std::make_unique<s8_inputs>(m, n, k);
+  return *p;
+}
+
+template <class Run>
+void run_gemm_s8(benchmark::State& state, Run run) {
+  const s8_inputs& d = s8_data(state.range(0), state.range(1), state.range(2));
+  fuse::tensor<std::int32_t, 2> c({d.m, d.n});
+  run(d, c);
+  for (index_t i : {index_t{0}, d.m / 2, d.m - 1})
+    for (index_t j = 0; j < d.n; ++j) {
+      std::int64_t s = 0;
+      for (index_t p = 0; p < d.k; ++p) s += std::int64_t{d.a(i, p)} * d.w(j, p);
+      if (static_cast<std::int32_t>(s) != c(i, j)) {
+        state.SkipWithError(("int8 GEMM: C(" + std::to_string(i) + ", " + std::to_string(j) + ") is not exact").c_str());
+        return;
+      }
+    }
+  for (auto _ : state) {
+    run(d, c);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k));
+}
+
+void gemm_s8_fuse(benchmark::State& state) {
+  run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
+}
+
+void gemm_s8_eigen(benchmark::State& state) {
+  run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) {
+    Eigen::Map<row_matrix_i32> out(c.data(), d.m, d.n);
+    out.noalias() = d.a32 * d.w32.transpose();
+  });
+}
+
+void gemm_s8_floor(benchmark::State& state) {
+  double peak = 0;
+  if (const char* e = std::getenv("FUSE_PEAK_GOPS_INT8")) peak = std::atof(e) * 1e9;
+  else if (__builtin_cpu_supports("avx512vnni")) peak = 947e9;  // 2 x 512-bit vpdpbusd per cycle, measured
+  if (!(peak > 0)) {
+    state.SkipWithError("no int8 peak known for this CPU: set FUSE_PEAK_GOPS_INT8");
+    return;
+  }
+  const double ops = 2.0 * static_cast<double>(state.range(0)) * static_cast<double>(state.range(1)) *
+                     static_cast<double>(state.range(2));
+  for (auto _ : state) state.SetIterationTime(ops / peak);
+  fuse_bench::set_flops(state, ops);
+}
+
+void shapes_s8(benchmark::internal::Benchmark* b) {
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1024, 1024, 1024}, {64, 4096, 2048}}) b->Args({m, n, k});
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1024, 1024, 1024},
                          {3072, 768, 768},
@@ -151,3 +237,6 @@ BENCHMARK(gemm_fuse)->Name("gemm/fuse")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_eigen)->Name("gemm/eigen")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_openblas)->Name("gemm/openblas")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_floor)->Name("gemm/floor")->Apply(shapes)->UseManualTime();
+BENCHMARK(gemm_s8_fuse)->Name("gemm_s8/fuse")->Apply(shapes_s8)->UseRealTime();
+BENCHMARK(gemm_s8_eigen)->Name("gemm_s8/eigen")->Apply(shapes_s8)->UseRealTime();
+BENCHMARK(gemm_s8_floor)->Name("gemm_s8/floor")->Apply(shapes_s8)->UseManualTime();
