@@ -1,6 +1,7 @@
 // fp32 GEMM as nn.dense computes it, C [M, N] = A [M, K] * W [N, K]^T (both row-major), beside
 // its anchors in the same run:
 //   gemm/fuse/M/N/K      fuse::eval(C, fuse::dense(A, W))
+//   gemm/fuse_packed/... the same over fuse::pack(W), packed once outside the timing
 //   gemm/eigen/M/N/K     row-major Eigen::Map matrices, C.noalias() = A * W.transpose()
 //   gemm/openblas/M/N/K  cblas_sgemm(RowMajor, NoTrans, Trans), one thread, its AVX-512
 //                        kernel forced where the CPU has AVX-512 (see openblas_main.cpp)
@@ -12,6 +13,7 @@
 // last and sampled rows and columns) before it is timed. Items are FLOPs (2MNK per call).
 // int8 (nn.dense with int8 data and weights, out_dtype int32, as a quantized model runs it):
 //   gemm_s8/fuse/M/N/K   fuse::eval(C32, fuse::dense(A8, W8)) (VNNI where the CPU has it)
+//   gemm_s8/fuse_packed  the same over fuse::pack(W8)
 //   gemm_s8/eigen/M/N/K  Eigen's int32 GEMM over copies widened once, outside the timing
 //                        (Eigen has no 8-bit kernel: what hand-written Eigen code would run)
 //   gemm_s8/floor/M/N/K  2MNK / the vpdpbusd peak of one core (947 GOP/s measured)
@@ -115,6 +117,16 @@ void gemm_fuse(benchmark::State& state) {
   run_gemm(state, "fuse", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
 }
 
+/// fuse over W packed once (fuse::pack), as inference code holds constant weights.
+void gemm_fuse_packed(benchmark::State& state) {
+  static std::map<const gemm_inputs*, fuse::packed_weights<float>> packed;
+  run_gemm(state, "fuse_packed", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) {
+    auto it = packed.find(&d);
+    if (it == packed.end()) it = packed.emplace(&d, fuse::pack(d.w)).first;
+    fuse::eval(c, fuse::dense(d.a, it->second));
+  });
+}
+
 void gemm_eigen(benchmark::State& state) {
   run_gemm(state, "eigen", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) {
     Eigen::Map<const row_matrix> a(d.a.data(), d.m, d.k), w(d.w.data(), d.n, d.k);
@@ -197,6 +209,15 @@ void gemm_s8_fuse(benchmark::State& state) {
   run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
 }
 
+void gemm_s8_fuse_packed(benchmark::State& state) {
+  static std::map<const s8_inputs*, fuse::packed_weights<std::int8_t>> packed;
+  run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) {
+    auto it = packed.find(&d);
+    if (it == packed.end()) it = packed.emplace(&d, fuse::pack(d.w)).first;
+    fuse::eval(c, fuse::dense(d.a, it->second));
+  });
+}
+
 void gemm_s8_eigen(benchmark::State& state) {
   run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) {
     Eigen::Map<row_matrix_i32> out(c.data(), d.m, d.n);
@@ -234,9 +255,11 @@ void shapes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(gemm_fuse)->Name("gemm/fuse")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_fuse_packed)->Name("gemm/fuse_packed")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_eigen)->Name("gemm/eigen")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_openblas)->Name("gemm/openblas")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_floor)->Name("gemm/floor")->Apply(shapes)->UseManualTime();
 BENCHMARK(gemm_s8_fuse)->Name("gemm_s8/fuse")->Apply(shapes_s8)->UseRealTime();
+BENCHMARK(gemm_s8_fuse_packed)->Name("gemm_s8/fuse_packed")->Apply(shapes_s8)->UseRealTime();
 BENCHMARK(gemm_s8_eigen)->Name("gemm_s8/eigen")->Apply(shapes_s8)->UseRealTime();
 BENCHMARK(gemm_s8_floor)->Name("gemm_s8/floor")->Apply(shapes_s8)->UseManualTime();

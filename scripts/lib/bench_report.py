@@ -18,7 +18,7 @@ import subprocess
 import sys
 from collections import OrderedDict
 
-FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast", "fused_unpacked"]
+FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast", "fused_unpacked", "fuse_packed"]
 ANCHORS = ["unfused", "unfused_nt", "eigen", "openblas", "tvm"]
 FLOORS = ["floor", "floor_nt"]
 KNOWN = set(FUSE_VARIANTS + ANCHORS + FLOORS)
