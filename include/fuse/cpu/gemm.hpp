@@ -322,6 +322,33 @@ void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b,
           for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
         }
       }
+#if defined(__AVX512F__)
+      // The last k % W terms as one masked vector step: a scalar tail is a chain of dependent
+      // multiply-adds per column, which dominates short rows (the seed's k = 10).
+      if constexpr (W == 16 && std::is_same_v<T, float>) {
+        if (kk < k) {
+          const auto mk = static_cast<__mmask16>((1u << (k - kk)) - 1);
+          V bv[CB];
+          for (int q = 0; q < CB; ++q) bv[q] = V(_mm512_maskz_loadu_ps(mk, bc[q] + kk));
+          for (int r = 0; r < RB; ++r) {
+            const V av(_mm512_maskz_loadu_ps(mk, ar[r] + kk));
+            for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
+          }
+          kk = k;
+        }
+      } else if constexpr (W == 8 && std::is_same_v<T, double>) {
+        if (kk < k) {
+          const auto mk = static_cast<__mmask8>((1u << (k - kk)) - 1);
+          V bv[CB];
+          for (int q = 0; q < CB; ++q) bv[q] = V(_mm512_maskz_loadu_pd(mk, bc[q] + kk));
+          for (int r = 0; r < RB; ++r) {
+            const V av(_mm512_maskz_loadu_pd(mk, ar[r] + kk));
+            for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
+          }
+          kk = k;
+        }
+      }
+#endif
       for (int r = 0; r < h; ++r)
         for (int q = 0; q < w; ++q) {
           T sum = xsimd::hadd(acc[r][q]);
