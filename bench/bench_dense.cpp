@@ -40,20 +40,13 @@ using row_matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::R
 struct gemm_inputs {
   index_t m, n, k;
   fuse::tensor<float, 2> a, w;
+  fuse::packed_weights<float> wp;  // w packed once, outside every timing
   gemm_inputs(index_t m_, index_t n_, index_t k_) : m(m_), n(n_), k(k_), a({m_, k_}), w({n_, k_}) {
     fuse_bench::fill_uniform(a, static_cast<std::uint32_t>(m * 7 + k), 1.0f);
     fuse_bench::fill_uniform(w, static_cast<std::uint32_t>(n * 13 + k), 1.0f / std::sqrt(static_cast<float>(k)));
+    wp = fuse::pack(w);
   }
 };
-
-/// One set of inputs per shape, shared by the variants (made on first use: Google Benchmark
-/// runs each benchmark function several times).
-const gemm_inputs& inputs(index_t m, index_t n, index_t k) {
-  static std::map<std::tuple<index_t, index_t, index_t>, std::unique_ptr<gemm_inputs>> cache;
-  auto& p = cache[{m, n, k}];
-  if (!p) p = std::make_unique<gemm_inputs>(m, n, k);
-  return *p;
-}
 
 /// Checks C against double-precision dot products on whole rows {0, M-1, 6 sampled} and whole
 /// columns {0, N-1, 6 sampled}: every tile edge of the first and last row and column blocks.
@@ -93,7 +86,7 @@ void run_gemm(benchmark::State& state, const char* variant, Run run) {
   const auto m = static_cast<index_t>(state.range(0));
   const auto n = static_cast<index_t>(state.range(1));
   const auto k = static_cast<index_t>(state.range(2));
-  const gemm_inputs& d = inputs(m, n, k);
+  const gemm_inputs& d = fuse_bench::inputs_of<gemm_inputs>(state);
   fuse::tensor<float, 2> c({m, n});
   std::fill(c.begin(), c.end(), std::nanf(""));
   run(d, c);
@@ -119,12 +112,8 @@ void gemm_fuse(benchmark::State& state) {
 
 /// fuse over W packed once (fuse::pack), as inference code holds constant weights.
 void gemm_fuse_packed(benchmark::State& state) {
-  static std::map<const gemm_inputs*, fuse::packed_weights<float>> packed;
-  run_gemm(state, "fuse_packed", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) {
-    auto it = packed.find(&d);
-    if (it == packed.end()) it = packed.emplace(&d, fuse::pack(d.w)).first;
-    fuse::eval(c, fuse::dense(d.a, it->second));
-  });
+  run_gemm(state, "fuse_packed",
+           [](const gemm_inputs& d, fuse::tensor<float, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.wp)); });
 }
 
 void gemm_eigen(benchmark::State& state) {
@@ -143,17 +132,8 @@ void gemm_openblas(benchmark::State& state) {
 
 /// The FLOP floor: the time 2MNK FLOPs take at one core's FP32 FMA peak, not a measured kernel.
 void gemm_floor(benchmark::State& state) {
-  double peak = 0;
-  if (const char* e = std::getenv("FUSE_PEAK_GFLOPS")) peak = std::atof(e) * 1e9;
-  else if (__builtin_cpu_supports("avx512f")) peak = 241e9;  // 2 x 512-bit FMA per cycle at ~3.75 GHz, measured
-  if (!(peak > 0)) {
-    state.SkipWithError("no FP32 peak known for this CPU: set FUSE_PEAK_GFLOPS");
-    return;
-  }
-  const double flops = 2.0 * static_cast<double>(state.range(0)) * static_cast<double>(state.range(1)) *
-                       static_cast<double>(state.range(2));
-  for (auto _ : state) state.SetIterationTime(flops / peak);
-  fuse_bench::set_flops(state, flops);
+  // 2 x 512-bit FMA per cycle at ~3.75 GHz, measured
+  fuse_bench::operation_floor(state, "FUSE_PEAK_GFLOPS", __builtin_cpu_supports("avx512f") ? 241e9 : 0);
 }
 
 // ---- int8 -------------------------------------------------------------------------------------------
@@ -164,6 +144,7 @@ struct s8_inputs {
   index_t m, n, k;
   fuse::tensor<std::int8_t, 2> a, w;
   row_matrix_i32 a32, w32;  // the same values widened, for Eigen
+  fuse::packed_weights<std::int8_t> wp;  // w packed once, outside every timing
   s8_inputs(index_t m_, index_t n_, index_t k_) : m(m_), n(n_), k(k_), a({m_, k_}), w({n_, k_}) {
     std::mt19937 g(static_cast<std::uint32_t>(m * 5 + n * 3 + k));
     std::uniform_int_distribution<int> d(-128, 127);
@@ -173,19 +154,13 @@ struct s8_inputs {
               .cast<std::int32_t>();
     w32 = Eigen::Map<const Eigen::Matrix<std::int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(w.data(), n, k)
               .cast<std::int32_t>();
+    wp = fuse::pack(w);
   }
 };
 
-const s8_inputs& s8_data(index_t m, index_t n, index_t k) {
-  static std::map<std::tuple<index_t, index_t, index_t>, std::unique_ptr<s8_inputs>> cache;
-  auto& p = cache[{m, n, k}];
-  if (!p) p = std::make_unique<s8_inputs>(m, n, k);
-  return *p;
-}
-
 template <class Run>
 void run_gemm_s8(benchmark::State& state, Run run) {
-  const s8_inputs& d = s8_data(state.range(0), state.range(1), state.range(2));
+  const s8_inputs& d = fuse_bench::inputs_of<s8_inputs>(state);
   fuse::tensor<std::int32_t, 2> c({d.m, d.n});
   run(d, c);
   for (index_t i : {index_t{0}, d.m / 2, d.m - 1})
@@ -210,12 +185,7 @@ void gemm_s8_fuse(benchmark::State& state) {
 }
 
 void gemm_s8_fuse_packed(benchmark::State& state) {
-  static std::map<const s8_inputs*, fuse::packed_weights<std::int8_t>> packed;
-  run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) {
-    auto it = packed.find(&d);
-    if (it == packed.end()) it = packed.emplace(&d, fuse::pack(d.w)).first;
-    fuse::eval(c, fuse::dense(d.a, it->second));
-  });
+  run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.wp)); });
 }
 
 void gemm_s8_eigen(benchmark::State& state) {
@@ -226,17 +196,8 @@ void gemm_s8_eigen(benchmark::State& state) {
 }
 
 void gemm_s8_floor(benchmark::State& state) {
-  double peak = 0;
-  if (const char* e = std::getenv("FUSE_PEAK_GOPS_INT8")) peak = std::atof(e) * 1e9;
-  else if (__builtin_cpu_supports("avx512vnni")) peak = 947e9;  // 2 x 512-bit vpdpbusd per cycle, measured
-  if (!(peak > 0)) {
-    state.SkipWithError("no int8 peak known for this CPU: set FUSE_PEAK_GOPS_INT8");
-    return;
-  }
-  const double ops = 2.0 * static_cast<double>(state.range(0)) * static_cast<double>(state.range(1)) *
-                     static_cast<double>(state.range(2));
-  for (auto _ : state) state.SetIterationTime(ops / peak);
-  fuse_bench::set_flops(state, ops);
+  // 2 x 512-bit vpdpbusd per cycle, measured
+  fuse_bench::operation_floor(state, "FUSE_PEAK_GOPS_INT8", __builtin_cpu_supports("avx512vnni") ? 947e9 : 0);
 }
 
 void shapes_s8(benchmark::internal::Benchmark* b) {

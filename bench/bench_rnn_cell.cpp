@@ -113,18 +113,12 @@ struct lstm_data {
   double flops() const { return 2.0 * static_cast<double>(b) * static_cast<double>(4 * hd) * static_cast<double>(in + hd); }
 };
 
-const lstm_data& lstm_inputs(index_t b, index_t in, index_t hd) {
-  static std::map<std::tuple<index_t, index_t, index_t>, std::unique_ptr<lstm_data>> cache;
-  auto& p = cache[{b, in, hd}];
-  if (!p) p = std::make_unique<lstm_data>(b, in, hd);
-  return *p;
-}
 
 /// Runs one LSTM variant: step(w, h', c') once and checked against the anchor, then timed,
 /// cycling through the copies of W.
 template <class Step>
 void run_lstm(benchmark::State& state, const char* variant, Step step) {
-  const lstm_data& d = lstm_inputs(state.range(0), state.range(1), state.range(2));
+  const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
   tensor2 hn({d.b, d.hd}), cn({d.b, d.hd});
   std::fill(hn.begin(), hn.end(), std::nanf(""));
   std::fill(cn.begin(), cn.end(), std::nanf(""));
@@ -165,19 +159,19 @@ void lstm_step(const lstm_data& d, const Weights& w, tensor2& hn, tensor2& cn) {
 }
 
 void lstm_fused(benchmark::State& state) {
-  const lstm_data& d = lstm_inputs(state.range(0), state.range(1), state.range(2));
+  const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
   run_lstm(state, "fused", [&](const tensor2& w, tensor2& hn, tensor2& cn) {
     lstm_step(d, d.wp[copy_index(d.w, w)], hn, cn);
   });
 }
 
 void lstm_fused_unpacked(benchmark::State& state) {
-  const lstm_data& d = lstm_inputs(state.range(0), state.range(1), state.range(2));
+  const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
   run_lstm(state, "fused_unpacked", [&](const tensor2& w, tensor2& hn, tensor2& cn) { lstm_step(d, w.view(), hn, cn); });
 }
 
 void lstm_openblas(benchmark::State& state) {
-  const lstm_data& d = lstm_inputs(state.range(0), state.range(1), state.range(2));
+  const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
   tensor2 xh({d.b, d.in + d.hd}), gates({d.b, 4 * d.hd});
   run_lstm(state, "openblas", [&](const tensor2& w, tensor2& hn, tensor2& cn) {
     concat_rows(d.x, d.h, xh);
@@ -189,7 +183,7 @@ void lstm_openblas(benchmark::State& state) {
 }
 
 void lstm_eigen(benchmark::State& state) {
-  const lstm_data& d = lstm_inputs(state.range(0), state.range(1), state.range(2));
+  const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
   tensor2 xh({d.b, d.in + d.hd}), gates({d.b, 4 * d.hd});
   const index_t hd = d.hd;
   run_lstm(state, "eigen", [&](const tensor2& w, tensor2& hn, tensor2& cn) {
@@ -237,7 +231,7 @@ float stream_sum(const float* p, index_t n) {
 
 /// The weight-streaming floor: W read once from memory, no math.
 void lstm_floor(benchmark::State& state) {
-  const lstm_data& d = lstm_inputs(state.range(0), state.range(1), state.range(2));
+  const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
   int next = 0;
   for (auto _ : state) {
     const tensor2& w = d.w[static_cast<std::size_t>(next)];
@@ -295,16 +289,10 @@ struct gru_data {
   double flops() const { return 2.0 * static_cast<double>(b) * static_cast<double>(3 * hd) * static_cast<double>(in + hd); }
 };
 
-const gru_data& gru_inputs(index_t b, index_t in, index_t hd) {
-  static std::map<std::tuple<index_t, index_t, index_t>, std::unique_ptr<gru_data>> cache;
-  auto& p = cache[{b, in, hd}];
-  if (!p) p = std::make_unique<gru_data>(b, in, hd);
-  return *p;
-}
 
 template <class Step>
 void run_gru(benchmark::State& state, const char* variant, Step step) {
-  const gru_data& d = gru_inputs(state.range(0), state.range(1), state.range(2));
+  const gru_data& d = fuse_bench::inputs_of<gru_data>(state);
   tensor2 hn({d.b, d.hd});
   std::fill(hn.begin(), hn.end(), std::nanf(""));
   fuse::cpu::epilogue_stats = {};
@@ -328,7 +316,7 @@ void run_gru(benchmark::State& state, const char* variant, Step step) {
 }
 
 void gru_fused(benchmark::State& state) {
-  const gru_data& d = gru_inputs(state.range(0), state.range(1), state.range(2));
+  const gru_data& d = fuse_bench::inputs_of<gru_data>(state);
   run_gru(state, "fused", [&](const tensor2& wi, const tensor2& wh, tensor2& hn) {
     const auto& wip = d.wip[copy_index(d.wi, wi)];
     const auto& whp = d.whp[copy_index(d.wh, wh)];
@@ -339,7 +327,7 @@ void gru_fused(benchmark::State& state) {
 }
 
 void gru_unfused(benchmark::State& state) {
-  const gru_data& d = gru_inputs(state.range(0), state.range(1), state.range(2));
+  const gru_data& d = fuse_bench::inputs_of<gru_data>(state);
   tensor2 gi_buf({d.b, 3 * d.hd}), gh_buf({d.b, 3 * d.hd});
   run_gru(state, "unfused", [&](const tensor2& wi, const tensor2& wh, tensor2& hn) {
     fuse::eval(gi_buf, fuse::dense(d.x.view(), d.wip[copy_index(d.wi, wi)]));

@@ -9,7 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <memory>
 #include <random>
+#include <tuple>
 #include <sstream>
 #include <string>
 
@@ -18,6 +22,17 @@
 namespace fuse_bench {
 
 using fuse::index_t;
+
+/// The inputs D(a, b, c) of one shape (the benchmark's three arguments), made on first use and
+/// shared by its variants (Google Benchmark runs each benchmark function several times).
+template <class D>
+const D& inputs_of(const benchmark::State& state) {
+  static std::map<std::tuple<index_t, index_t, index_t>, std::unique_ptr<D>> cache;
+  const index_t a = state.range(0), b = state.range(1), c = state.range(2);
+  auto& p = cache[{a, b, c}];
+  if (!p) p = std::make_unique<D>(a, b, c);
+  return *p;
+}
 
 /// Fills t with uniform values in [-scale, scale] (a fixed seed per call site: same data each run).
 template <class T>
@@ -34,6 +49,20 @@ void fill_uniform(T& t, std::uint32_t seed, float scale = 1.0f) {
 inline void set_flops(benchmark::State& state, double flops_per_iteration) {
   state.SetItemsProcessed(static_cast<int64_t>(flops_per_iteration) * static_cast<int64_t>(state.iterations()));
   state.counters["FLOP"] = benchmark::Counter(flops_per_iteration, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// A floor that is not timed: the 2 * range(0) * range(1) * range(2) operations of a product at
+/// `peak` per second (the environment variable `env`, in G/s, overrides it; no peak: skipped).
+inline void operation_floor(benchmark::State& state, const char* env, double peak) {
+  if (const char* e = std::getenv(env)) peak = std::atof(e) * 1e9;
+  if (!(peak > 0)) {
+    state.SkipWithError((std::string("no peak known for this CPU: set ") + env).c_str());
+    return;
+  }
+  const double ops = 2.0 * static_cast<double>(state.range(0)) * static_cast<double>(state.range(1)) *
+                     static_cast<double>(state.range(2));
+  for (auto _ : state) state.SetIterationTime(ops / peak);
+  set_flops(state, ops);
 }
 
 /// Empty when every got[i] is within rel * (1 + |want[i]|) of want[i]; else a message naming

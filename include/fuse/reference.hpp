@@ -228,6 +228,14 @@ std::vector<double> row_values(const C& c, const index_t* x, index_t axis) {
   return v;
 }
 
+/// A stored value of dtype T as the reference computes with it.
+template <class T>
+ref_t<T> ref_value(T v) {
+  if constexpr (is_floating_dtype<T>) return static_cast<double>(to_compute<T>(v));
+  else if constexpr (is_bool_dtype<T>) return v;
+  else return static_cast<std::int64_t>(v);
+}
+
 /// One element of a contraction: the sum over k in double (float) or int64 wrapped to the
 /// result dtype (integers).
 template <contract_kind K, class A, class B, class Out, std::size_t R>
@@ -273,14 +281,9 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
   if constexpr (is_tensor_view<E>::value) {
     index_t o = 0;
     for (std::size_t d = 0; d < E::rank; ++d) o += x[d] * e.stride(d);
-    const T v = e.data()[o];
-    if constexpr (is_floating_dtype<T>) return static_cast<double>(to_compute<T>(v));
-    else if constexpr (is_bool_dtype<T>) return v;
-    else return static_cast<std::int64_t>(v);
+    return ref_value<T>(e.data()[o]);
   } else if constexpr (is_scalar_expr<E>::value) {
-    if constexpr (is_floating_dtype<T>) return static_cast<double>(to_compute<T>(e.value));
-    else if constexpr (is_bool_dtype<T>) return e.value;
-    else return static_cast<std::int64_t>(e.value);
+    return ref_value<T>(e.value);
   } else if constexpr (requires { typename E::op_type; }) {
     return map_at(e, x);
   } else if constexpr (is_affine_view<E>::value) {
@@ -328,7 +331,7 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
   } else if constexpr (is_contract_expr<E>::value) {
     return contract_at(e, x);
   } else if constexpr (requires { typename E::packed_weight_tag; }) {
-    return static_cast<double>(e.element(x[0], x[1]));
+    return ref_value<T>(e.element(x[0], x[1]));
   } else if constexpr (requires { e.reduced; }) {
     return reduce_at(e, x);
   } else if constexpr (requires { e.gamma; }) {

@@ -12,10 +12,9 @@ using namespace fuse;
 using fuse::test::expect_matches;
 using fuse::test::tolerance;
 
-namespace {
+using fuse::test::gemm_tol;
 
-/// Float GEMM tolerance: a K-term sum of products of values in [-1, 1] in float arithmetic.
-tolerance gemm_tol(index_t k) { return {1e-6, 4e-7 * static_cast<double>(k + 1)}; }
+namespace {
 
 template <class E>
 void check(const E& e, tolerance tol, const char* what, double ulps = 0) {

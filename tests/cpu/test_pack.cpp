@@ -17,13 +17,8 @@
 
 using namespace fuse;
 using fuse::test::expect_matches;
+using fuse::test::gemm_tol;
 using fuse::test::tolerance;
-
-namespace {
-
-tolerance gemm_tol(index_t k) { return {1e-6, 4e-7 * static_cast<double>(k + 1)}; }
-
-}  // namespace
 
 TEST_CASE("dense over packed weights matches the unpacked product on every tile boundary") {
   const index_t sizes[] = {1, 2, 7, 17, 64, 100, 257};

@@ -92,6 +92,9 @@ struct tolerance {
   bool nan_ok = true;  ///< NaN in the reference accepts NaN only
 };
 
+/// Float GEMM tolerance: a K-term sum of products of values in [-1, 1] in float arithmetic.
+inline tolerance gemm_tol(index_t k) { return {1e-6, 4e-7 * static_cast<double>(k + 1)}; }
+
 /// Distance in units of the last place of T at the reference value.
 template <class T>
 double ulps(double got, double ref) {

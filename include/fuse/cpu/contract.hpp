@@ -1,8 +1,9 @@
-// Evaluates a contraction node (fuse/expr/contract.hpp) into an output view with the GEMM of
-// fuse/cpu/gemm.hpp. Operands that are tensors or views are read in place through their strides
-// (transposes included); operands that are other expressions are evaluated first into a
-// contiguous buffer (prologue fusion into the packing comes with the fused contraction kernel).
-// An output that overlaps an operand is computed into a temporary first. Included by
+// Evaluates a contraction node (fuse/expr/contract.hpp) with the GEMMs of fuse/cpu/gemm.hpp
+// (float, double) and fuse/cpu/gemm_int8.hpp (int8, uint8). Operands that are tensors or views
+// are read in place through their strides (transposes included), packed weights (fuse::pack) in
+// their own layout; operands that are other expressions are evaluated into a contiguous buffer,
+// whole, or, in a blocked pass (fuse/cpu/epilogue.hpp), row block by row block as the blocks
+// read them. An output that overlaps an operand is computed into a temporary first. Included by
 // fuse/cpu/eval.hpp after the executor it calls back into (eval_one, overlaps).
 #pragma once
 
@@ -38,6 +39,13 @@ std::optional<index_t> flat_stride(const index_array<R>& ext, const index_array<
 }
 
 using byte_ranges = small_vector<std::pair<const void*, const void*>, 8>;
+
+/// Does [lo, hi) overlap any of `ranges`?
+inline bool overlaps_any(const void* lo, const void* hi, const byte_ranges& ranges) {
+  for (std::size_t i = 0; i < ranges.size(); ++i)
+    if (overlaps(lo, hi, ranges[i].first, ranges[i].second)) return true;
+  return false;
+}
 
 /// The memory an elementwise expression reads, as byte ranges of its tensor leaves; false when
 /// it holds a node with a kernel of its own (a reduction, a contraction, a gather), whose
@@ -114,27 +122,23 @@ struct operand_memory {
       byte_ranges reads;
       if (by_rows && avoid && leaf_byte_ranges(e, reads)) {
         bool clear = true;
-        for (std::size_t i = 0; i < reads.size(); ++i) {
-          for (std::size_t o = 0; o < avoid->size(); ++o)
-            if (overlaps(reads[i].first, reads[i].second, (*avoid)[o].first, (*avoid)[o].second)) clear = false;
-          if (reads[i].first != reads[i].second) {
-            if (!lo || reads[i].first < lo) lo = reads[i].first;
-            if (!hi || reads[i].second > hi) hi = reads[i].second;
-          }
-        }
+        for (std::size_t i = 0; i < reads.size(); ++i) clear = clear && !overlaps_any(reads[i].first, reads[i].second, *avoid);
         if (clear) {
           lazy = true;
           expr.emplace(e);
-          str = index_array<R>{ext[R - 1], 1};
+          str = index_array<R>{ext[R - 1], 1};  // the rows buffer
+          for (std::size_t i = 0; i < reads.size(); ++i) {
+            if (reads[i].first == reads[i].second) continue;
+            if (!lo || reads[i].first < lo) lo = reads[i].first;
+            if (!hi || reads[i].second > hi) hi = reads[i].second;
+          }
           eval_rows = [](const E& x, tensor<T, static_cast<int>(R)>& dst, index_t i0, index_t m) {
-            auto block = strided_slice(x, {i0, index_t{0}}, {i0 + m, x.shape()[1]});
-            tensor_view<T, static_cast<int>(R)> v(dst.data(), dynamic_shape<R>(index_array<R>{m, x.shape()[1]}),
-                                                  index_array<R>{x.shape()[1], 1});
-            fuse::detail::eval_one(v, block, Mode{});
+            const index_t k = x.shape()[1];
+            tensor_view<T, static_cast<int>(R)> rows(dst.data(), dynamic_shape<R>({m, k}), index_array<R>{k, 1});
+            fuse::detail::eval_one(rows, strided_slice(x, {i0, index_t{0}}, {i0 + m, k}), Mode{});
           };
           return;
         }
-        lo = hi = nullptr;
       }
     }
     if constexpr (is_tensor_view<E>::value) {
@@ -144,8 +148,7 @@ struct operand_memory {
         if (avoid) {
           const void *l = nullptr, *h = nullptr;
           bind::detail::byte_range(data, ext, str.data(), sizeof(T), l, h);
-          for (std::size_t i = 0; i < avoid->size(); ++i)
-            if (overlaps(l, h, (*avoid)[i].first, (*avoid)[i].second)) data = nullptr;
+          if (overlaps_any(l, h, *avoid)) data = nullptr;
         }
       }
     }
@@ -256,7 +259,6 @@ struct contract_operands {
         a_rs = *flat_stride(am.ext, am.str, A::rank - 1);
         a_cs = am.str[A::rank - 1];
       }
-      if (am.lazy) a_rs = node.k, a_cs = 1;
       if constexpr (!packed_b) {
         b_ks = node.trans_b ? bm.str[1] : bm.str[0];
         b_ns = node.trans_b ? bm.str[0] : bm.str[1];
@@ -280,12 +282,11 @@ struct contract_operands {
                                                    [&](Out* dst) { gemm::pack_a_ahead<Out>(dst, a, m, node.k); });
     }
     if constexpr (packed_b) {
-      using TB = typename B::value_type;
       // 8-bit weights packed for the VNNI kernel (vpmaddwd where the CPU lacks VNNI).
-      if constexpr (sizeof(TB) == 1)
-        gemm::gemm_int8_prepacked<typename A::value_type, TB>(m, n, node.k, a, bm.view.packed, j0, c, rs, cs);
+      if constexpr (sizeof(typename B::value_type) == 1)
+        gemm::gemm_int8_prepacked(m, n, node.k, a, bm.view.packed, j0, c, rs, cs);
       else
-        gemm::gemm_prepacked<Out>(m, n, node.k, a, bm.view.data, bm.view.ldp, j0, c, rs, cs, a_packed);
+        gemm::gemm_prepacked(m, n, node.k, a, bm.view.packed, j0, c, rs, cs, a_packed);
     } else {
       using TA = typename A::value_type;
       using TB = typename B::value_type;

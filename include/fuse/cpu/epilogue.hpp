@@ -11,8 +11,9 @@
 // never written to memory; each weight section is read once per row block.
 //
 // Operands are prepared once for all blocks: views are read in place (copied first when an
-// output of the pass overlaps them, since earlier blocks write while later ones still read),
-// expression operands are evaluated once. Contraction leaves the blocks cannot serve (a
+// output of the pass overlaps them, since earlier blocks write while later ones still read);
+// an expression operand of a dense/matmul is evaluated row block by row block as the blocks read
+// it (whole, first, when the pass writes what it reads). Contraction leaves the blocks cannot serve (a
 // reshape or strided step of the result, batch_matmul, rank > 2) and other nodes with kernels
 // of their own (reductions) are evaluated whole, once, before the first block writes anything.
 // Rows of A are packed once per block and shared by every product that reads them (the
@@ -25,7 +26,6 @@
 #include <type_traits>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #include "fuse/core/small_vector.hpp"
 #include "fuse/cpu/contract.hpp"
@@ -64,10 +64,7 @@ struct epilogue_context {
   small_vector<slot, 8> slots;
   std::size_t next = 0;
   /// Contraction blocks computed in the current block: a leaf that reads the same block of the
-  /// same contraction (split sections used by both outputs of an LSTM cell) reuses it. Nodes
-  /// live in the tree for the whole pass and are compared bit for bit: equal bits are the same
-  /// operands and parameters (views do not own memory); copies that differ only in padding
-  /// are merely computed twice.
+  /// same contraction (split sections used by both outputs of an LSTM cell) reuses it.
   struct computed {
     const void* type;
     const void* node;
@@ -76,7 +73,7 @@ struct epilogue_context {
   };
   small_vector<computed, 8> done;
   /// A's rows packed once per block for every product that reads them.
-  detail::packed_rows_cache rows;
+  detail::packed_rows_cache packed_rows;
   /// Block buffers of small cells live here, in the pass's own frame: a tiny cell (the seed's
   /// 1 x 10) would otherwise spend more on allocations than on its arithmetic.
   alignas(64) unsigned char arena[16384];
@@ -101,6 +98,14 @@ struct epilogue_context {
   static const void* type_id() {
     static const char id = 0;
     return &id;
+  }
+
+  /// Whether (type, node) recorded earlier is n: the same type and the same bits. Nodes live in
+  /// the tree for the whole pass; equal bits are the same operands and parameters (views do not
+  /// own memory). Copies that differ only in padding merely miss a sharing.
+  template <class N>
+  static bool same_node(const void* type, const void* node, const N& n) {
+    return type == type_id<N>() && std::memcmp(node, &n, sizeof(N)) == 0;
   }
 
   template <class M, std::size_t Qm, class N, class Map>
@@ -143,9 +148,8 @@ struct epilogue_context {
           // A block of this contraction computed already for these rows and (at least) these
           // columns: the twin of a section read twice, or the whole width computed below.
           for (std::size_t t = 0; t < done.size(); ++t)
-            if (const computed& c = done[t]; c.type == type_id<N>() && c.lo[0] == lo[0] && c.len[0] == len[0] &&
-                                             c.lo[1] <= lo[1] && lo[1] + len[1] <= c.lo[1] + c.len[1] &&
-                                             std::memcmp(c.node, &n, sizeof(N)) == 0) {
+            if (const computed& c = done[t]; c.lo[0] == lo[0] && c.len[0] == len[0] && c.lo[1] <= lo[1] &&
+                                             lo[1] + len[1] <= c.lo[1] + c.len[1] && same_node(c.type, c.node, n)) {
               const slot& twin = slots[c.slot];
               return leaf_over(twin.storage, static_cast<const T*>(twin.buffer), c.len, index_array<2>{twin.cols, 1},
                                c.lo);
@@ -166,11 +170,10 @@ struct epilogue_context {
           // Leaves of one contraction (the sections of a split) share its prepared operands.
           if constexpr (std::is_trivially_copyable_v<N>)
             for (std::size_t o = 0; o + 1 < next && !s.operands; ++o)
-              if (slots[o].type == type_id<N>() && std::memcmp(slots[o].node, &n, sizeof(N)) == 0)
-                s.operands = slots[o].operands;
+              if (same_node(slots[o].type, slots[o].node, n)) s.operands = slots[o].operands;
           if (!s.operands) {
             auto ops = std::make_shared<Ops>(n, Mode{}, &outputs);
-            ops->shared_rows = &rows;
+            ops->shared_rows = &packed_rows;
             s.operands = std::move(ops);
           }
           s.type = type_id<N>();
@@ -297,7 +300,7 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
       run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
     }
   }
-  epilogue_stats.row_packings += ctx.rows.packings;
+  epilogue_stats.row_packings += ctx.packed_rows.packings;
 }
 
 }  // namespace fuse::cpu

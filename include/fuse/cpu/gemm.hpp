@@ -9,8 +9,9 @@
 // over the KC steps. Packing reads any strides (transposed operands cost nothing
 // extra) and converts the element type to the accumulator's (int8/uint8 -> int32).
 //
-// B may also come packed ahead of time (fuse::pack): whole-K panels in the same layout, read
-// in place, so that constant weights are never repacked.
+// B may also come packed ahead of time (fuse::pack, packed_b): the same panels for every
+// reduction block, block after block in memory order, read in place, so that constant weights
+// are never repacked.
 #pragma once
 
 #include <algorithm>
@@ -46,6 +47,16 @@ struct strided {
 #define FUSE_GEMM_NC 4096
 #endif
 
+constexpr index_t round_up(index_t x, index_t q) { return (x + q - 1) / q * q; }
+
+/// The length of the blocks that cut k into equal blocks of at most `most`, rounded up to a
+/// multiple of `multiple` (k = 0: any length).
+constexpr index_t even_blocks(index_t k, index_t most, index_t multiple) {
+  if (k <= 0) return multiple;
+  const index_t blocks = (k + most - 1) / most;
+  return std::min<index_t>(most, round_up((k + blocks - 1) / blocks, multiple));
+}
+
 template <class Acc>
 struct blocking {
   using batch = xsimd::batch<Acc>;
@@ -63,17 +74,16 @@ struct blocking {
   static constexpr index_t MC = FUSE_GEMM_MC / MR * MR;  ///< rows per A block (MC x KC in L2)
   static constexpr index_t NC = FUSE_GEMM_NC / NR * NR;  ///< columns per B block (KC x NC in L3)
 
-  /// The width of the A panel holding h <= MR rows: the last panel of a block is narrowed to a
-  /// multiple of 4 rows so that a 4-row tail (64 = 5*12 + 4) does not cost a 12-row tile.
   /// The reduction block for a reduction of k: K cut into equal blocks of at most KC (768 is
   /// two blocks of 384 rather than 512 + 256), a multiple of 8.
-  static constexpr index_t kc_for(index_t k) {
-    if (k <= 0) return 8;  // no reduction: any block (packings of it hold nothing)
-    const index_t blocks = (k + KC - 1) / KC;
-    return std::min<index_t>(KC, ((k + blocks - 1) / blocks + 7) / 8 * 8);
-  }
+  static constexpr index_t kc_for(index_t k) { return even_blocks(k, KC, 8); }
 
+  /// The width of the A panel holding h <= MR rows: the last panel of a block is narrowed to a
+  /// multiple of 4 rows so that a 4-row tail (64 = 5*12 + 4) does not cost a 12-row tile.
   static constexpr int panel_rows(index_t h) { return h > 8 || MR <= 8 ? MR : (h > 4 ? 8 : 4); }
+  /// Rows of A's packings (m rounded up to MR) and columns of B's (n rounded up to NR).
+  static constexpr index_t padded_rows(index_t m) { return round_up(m, MR); }
+  static constexpr index_t padded_cols(index_t n) { return round_up(n, NR); }
 };
 
 /// B as packed panels: the panel of columns [p NR, p NR + NR) starts at data + p * panel_stride,
@@ -125,16 +135,16 @@ FUSE_FORCE_INLINE void transpose16(__m512 r[16]) {
 #endif
 
 /// B rows [k0, k0 + kc), columns [j0, j0 + nc) into panels of NR columns, panel p at
-/// dst + p * panel_stride. `src(k, j)` reads B.
-template <class Acc, class Src>
-void pack_b(Acc* dst, index_t panel_stride, const Src& src, index_t k0, index_t kc, index_t j0, index_t nc,
-            bool k_contiguous) {
+/// dst + p * panel_stride.
+template <class Acc, class TB>
+void pack_b(Acc* dst, index_t panel_stride, strided<TB> src, index_t k0, index_t kc, index_t j0, index_t nc) {
   constexpr int NR = blocking<Acc>::NR;
+  const bool k_contiguous = src.rs == 1 && src.cs != 1;  // dense's weight rows
   for (index_t jp = 0; jp < nc; jp += NR) {
     const index_t w = std::min<index_t>(NR, nc - jp);
     Acc* panel = dst + (jp / NR) * panel_stride;
 #if defined(__AVX512F__)
-    if constexpr (std::is_same_v<Acc, float> && NR == 32 && std::is_same_v<Src, strided<float>>) {
+    if constexpr (std::is_same_v<Acc, float> && NR == 32 && std::is_same_v<TB, float>) {
       if (k_contiguous) {
         // Columns contiguous along k (dense's weight rows): 16 columns by 16 k steps at a
         // time, transposed in registers.
@@ -243,6 +253,15 @@ FUSE_FORCE_INLINE xsimd::batch<Acc> madd(const xsimd::batch<Acc>& a, const xsimd
   else return a * b + c;
 }
 
+/// Few rows (a GEMV): B streams from memory, each panel row used once. The hardware prefetcher
+/// alone reaches ~80% of the copy bandwidth; fetching 8 KiB ahead of a panel row reaches it.
+template <class Acc>
+FUSE_FORCE_INLINE void stream_ahead(const Acc* row) {
+  constexpr std::size_t ahead = 8192 / sizeof(Acc);
+  __builtin_prefetch(row + ahead);
+  __builtin_prefetch(row + ahead + 64 / sizeof(Acc));
+}
+
 /// The P x NR tile product Ap * Bp over kc steps (Ap: kc groups of P values, Bp: kc rows of NR),
 /// rows [0, h) and columns [lo, lo + w) of it stored (or, `accumulate`, added) at c.
 template <class Acc, int P>
@@ -263,12 +282,7 @@ void micro_kernel(index_t kc, const Acc* __restrict Ap, const Acc* __restrict Bp
   for (index_t k = 0; k < kc; ++k) {
     V bv[NRV];
     for (int v = 0; v < NRV; ++v) bv[v] = V::load_aligned(Bp + k * NR + v * W);
-    if constexpr (P <= 4) {
-      // Few rows (a GEMV): B streams from memory, each panel row used once. The hardware
-      // prefetcher alone reaches ~80% of the copy bandwidth; fetching 8 KiB ahead reaches it.
-      __builtin_prefetch(Bp + k * NR + 2048);
-      __builtin_prefetch(Bp + k * NR + 2048 + 64 / sizeof(Acc));
-    }
+    if constexpr (P <= 4) stream_ahead(Bp + k * NR);
     const Acc* ak = Ap + k * P;
     for (int r = 0; r < P; ++r) {
       const V av(ak[r]);
@@ -294,10 +308,12 @@ void micro_kernel(index_t kc, const Acc* __restrict Ap, const Acc* __restrict Bp
     }
 }
 
-/// The direct form for few rows or tiny products: C(i, j) as dot products along k, A's rows
-/// and B's columns read in place (both contiguous along k), four rows by four columns at a time
-/// (sixteen independent accumulators). For M = 1 this is the GEMV that streams each weight row
-/// once; packing would only add a copy of the weights.
+#if defined(__AVX512F__)
+FUSE_FORCE_INLINE __m512 masked_load(__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); }
+FUSE_FORCE_INLINE __m512d masked_load(__mmask8 m, const double* p) { return _mm512_maskz_loadu_pd(m, p); }
+#endif
+
+/// gemm_dots over RB rows by CB columns at a time.
 template <class T, int RB, int CB>
 void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, T* c, index_t rs, index_t cs) {
   using V = xsimd::batch<T>;
@@ -325,24 +341,14 @@ void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b,
 #if defined(__AVX512F__)
       // The last k % W terms as one masked vector step: a scalar tail is a chain of dependent
       // multiply-adds per column, which dominates short rows (the seed's k = 10).
-      if constexpr (W == 16 && std::is_same_v<T, float>) {
+      if constexpr (sizeof(V) == 64) {
         if (kk < k) {
-          const auto mk = static_cast<__mmask16>((1u << (k - kk)) - 1);
+          using mask = std::conditional_t<W == 16, __mmask16, __mmask8>;
+          const auto mk = static_cast<mask>((1u << (k - kk)) - 1);
           V bv[CB];
-          for (int q = 0; q < CB; ++q) bv[q] = V(_mm512_maskz_loadu_ps(mk, bc[q] + kk));
+          for (int q = 0; q < CB; ++q) bv[q] = V(masked_load(mk, bc[q] + kk));
           for (int r = 0; r < RB; ++r) {
-            const V av(_mm512_maskz_loadu_ps(mk, ar[r] + kk));
-            for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
-          }
-          kk = k;
-        }
-      } else if constexpr (W == 8 && std::is_same_v<T, double>) {
-        if (kk < k) {
-          const auto mk = static_cast<__mmask8>((1u << (k - kk)) - 1);
-          V bv[CB];
-          for (int q = 0; q < CB; ++q) bv[q] = V(_mm512_maskz_loadu_pd(mk, bc[q] + kk));
-          for (int r = 0; r < RB; ++r) {
-            const V av(_mm512_maskz_loadu_pd(mk, ar[r] + kk));
+            const V av(masked_load(mk, ar[r] + kk));
             for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
           }
           kk = k;
@@ -379,8 +385,8 @@ void gemm_blocked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* a_p
                   index_t skip, Acc* c, index_t rs, index_t cs) {
   using Bk = blocking<Acc>;
   const index_t kc_max = std::min<index_t>(Bk::kc_for(k), k);
-  const index_t mc_max = std::min<index_t>(Bk::MC, (m + Bk::MR - 1) / Bk::MR * Bk::MR);
-  const index_t m_pad = (m + Bk::MR - 1) / Bk::MR * Bk::MR;
+  const index_t m_pad = Bk::padded_rows(m);
+  const index_t mc_max = std::min<index_t>(Bk::MC, m_pad);
   // A's block buffer: on the stack when small (tiny products must not pay an allocation).
   constexpr index_t local_elems = 2048;
   alignas(64) Acc local[local_elems + 64 / sizeof(Acc)];
@@ -442,16 +448,36 @@ void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c,
     }
   }
   const index_t kc_max = std::min<index_t>(Bk::kc_for(k), k);
-  const index_t nc_max = std::min<index_t>(Bk::NC, (n + Bk::NR - 1) / Bk::NR * Bk::NR);
+  const index_t nc_max = std::min<index_t>(Bk::NC, Bk::padded_cols(n));
   detail::aligned_buffer<Acc> bp(static_cast<std::size_t>(nc_max * kc_max));
-  const bool k_contiguous = b.rs == 1 && b.cs != 1;
   detail::gemm_blocked<Acc>(m, n, k, a, a_packed,
                             [&](index_t k0, index_t kc, index_t j0, index_t nc) {
-                              detail::pack_b<Acc>(bp.p, kc * Bk::NR, b, k0, kc, j0, nc, k_contiguous);
+                              detail::pack_b<Acc>(bp.p, kc * Bk::NR, b, k0, kc, j0, nc);
                               return panels<Acc>{bp.p, kc * Bk::NR};
                             },
                             0, c, rs, cs);
 }
+
+/// B (k x n) packed ahead of time (pack_b_ahead) for gemm_prepacked: for each reduction block
+/// of kc rows (the last one shorter), the NR-column panels of every column, block after block
+/// in memory order. A description of memory owned elsewhere (packed_b_bytes(k, n) bytes,
+/// 64-byte aligned).
+template <class Acc>
+struct packed_b {
+  const Acc* data = nullptr;
+  index_t k = 0, n = 0;
+  index_t kc = 8;   ///< reduction rows per block (the last block may be shorter)
+  index_t ldp = 0;  ///< columns of the packing: n rounded up to NR
+
+  /// The panel of columns [j, j + NR) (j a multiple of NR) in the block of rows from k0.
+  const Acc* panel(index_t k0, index_t j) const { return data + k0 * ldp + j * std::min(kc, k - k0); }
+  /// B(kk, j), read back from the packing.
+  Acc element(index_t kk, index_t j) const {
+    constexpr int NR = blocking<Acc>::NR;
+    const index_t k0 = kk / kc * kc;
+    return panel(k0, j / NR * NR)[(kk - k0) * NR + j % NR];
+  }
+};
 
 namespace detail {
 
@@ -459,27 +485,22 @@ namespace detail {
 /// panel row of B used once as it streams by, in memory order (reduction block by reduction
 /// block), the partial sums kept in C between blocks.
 template <class Acc, int M, class TA>
-void prepacked_rows(index_t n, index_t k, strided<TA> a, const Acc* b, index_t ldp, index_t j0, Acc* c, index_t rs,
-                    index_t cs) {
+void prepacked_rows(index_t n, strided<TA> a, const packed_b<Acc>& b, index_t j0, Acc* c, index_t rs, index_t cs) {
   using Bk = blocking<Acc>;
   using V = typename Bk::batch;
   constexpr int NR = Bk::NR, NRV = Bk::NRV, W = Bk::W;
-  const index_t kb = Bk::kc_for(k);
   const index_t first = j0 / NR * NR, skip = j0 - first, np = skip + n;
-  for (index_t k0 = 0; k0 < k; k0 += kb) {
-    const index_t kc = std::min(kb, k - k0);
-    const Acc* block = b + k0 * ldp + first * kc;
+  for (index_t k0 = 0; k0 < b.k; k0 += b.kc) {
+    const index_t kc = std::min(b.kc, b.k - k0);
     for (index_t jp = 0; jp < np; jp += NR) {
-      const Acc* panel = block + jp * kc;
+      const Acc* panel = b.panel(k0, first + jp);
       V acc[M][NRV];
       for (int r = 0; r < M; ++r)
         for (int v = 0; v < NRV; ++v) acc[r][v] = V(Acc(0));
       for (index_t kk = 0; kk < kc; ++kk) {
         V bv[NRV];
         for (int v = 0; v < NRV; ++v) bv[v] = V::load_aligned(panel + kk * NR + v * W);
-        // Fetched ahead as in the micro-kernel's few-row form: this is a stream from memory.
-        __builtin_prefetch(panel + kk * NR + 2048);
-        __builtin_prefetch(panel + kk * NR + 2048 + 64 / sizeof(Acc));
+        stream_ahead(panel + kk * NR);
         for (int r = 0; r < M; ++r) {
           const V av(static_cast<Acc>(a(r, k0 + kk)));
           for (int v = 0; v < NRV; ++v) acc[r][v] = madd(av, bv[v], acc[r][v]);
@@ -501,11 +522,10 @@ void prepacked_rows(index_t n, index_t k, strided<TA> a, const Acc* b, index_t l
 
 }  // namespace detail
 
-/// C = A B with B packed ahead of time (pack_b_ahead, `ldp` columns, a multiple of NR), from
-/// its column j0 on: the block of reduction rows [k0, k0 + kc) of all panels is contiguous, so
-/// the blocks stream in order and nothing is copied.
+/// C = A B with B packed ahead of time (pack_b_ahead), from its column j0 on (a panel boundary
+/// or not): the blocks stream in order and nothing of B is copied.
 template <class Acc, class TA>
-void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* b, index_t ldp, index_t j0, Acc* c,
+void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed_b<Acc>& b, index_t j0, Acc* c,
                     index_t rs, index_t cs, const Acc* a_packed = nullptr) {
   using Bk = blocking<Acc>;
   if (m <= 0 || n <= 0) return;
@@ -513,16 +533,16 @@ void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* b
   if (m <= 4) {
     // Few rows: no packing of A, no tile of padded rows.
     switch (m) {
-      case 1: return detail::prepacked_rows<Acc, 1>(n, k, a, b, ldp, j0, c, rs, cs);
-      case 2: return detail::prepacked_rows<Acc, 2>(n, k, a, b, ldp, j0, c, rs, cs);
-      case 3: return detail::prepacked_rows<Acc, 3>(n, k, a, b, ldp, j0, c, rs, cs);
-      default: return detail::prepacked_rows<Acc, 4>(n, k, a, b, ldp, j0, c, rs, cs);
+      case 1: return detail::prepacked_rows<Acc, 1>(n, a, b, j0, c, rs, cs);
+      case 2: return detail::prepacked_rows<Acc, 2>(n, a, b, j0, c, rs, cs);
+      case 3: return detail::prepacked_rows<Acc, 3>(n, a, b, j0, c, rs, cs);
+      default: return detail::prepacked_rows<Acc, 4>(n, a, b, j0, c, rs, cs);
     }
   }
   const index_t first = j0 / Bk::NR * Bk::NR;
   detail::gemm_blocked<Acc>(m, n, k, a, a_packed,
                             [&](index_t k0, index_t kc, index_t jb, index_t) {
-                              return panels<Acc>{b + k0 * ldp + (first + jb) * kc, kc * Bk::NR};
+                              return panels<Acc>{b.panel(k0, first + jb), kc * Bk::NR};
                             },
                             j0 - first, c, rs, cs);
 }
@@ -530,8 +550,7 @@ void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* b
 /// Elements of pack_a_ahead's packing of m rows by k.
 template <class Acc>
 constexpr index_t packed_a_size(index_t m, index_t k) {
-  using Bk = blocking<Acc>;
-  return (m + Bk::MR - 1) / Bk::MR * Bk::MR * k + 16;
+  return blocking<Acc>::padded_rows(m) * k + 16;
 }
 
 /// A (m x k) packed once for several products with the same rows (the gate blocks of a fused
@@ -541,7 +560,7 @@ template <class Acc, class TA>
 void pack_a_ahead(Acc* dst, strided<TA> a, index_t m, index_t k) {
   using Bk = blocking<Acc>;
   const index_t kb = Bk::kc_for(k);
-  const index_t m_pad = (m + Bk::MR - 1) / Bk::MR * Bk::MR;
+  const index_t m_pad = Bk::padded_rows(m);
   for (index_t k0 = 0; k0 < k; k0 += kb) {
     const index_t kc = std::min<index_t>(kb, k - k0);
     for (index_t i0 = 0; i0 < m; i0 += Bk::MC)
@@ -549,17 +568,24 @@ void pack_a_ahead(Acc* dst, strided<TA> a, index_t m, index_t k) {
   }
 }
 
-/// The packing gemm_prepacked reads: B (k x n, read through src(k, j)) as blocks of KC
-/// reduction rows, each holding the panels of all columns; ldp = n rounded up to NR.
-template <class Acc, class Src>
-void pack_b_ahead(Acc* dst, const Src& src, index_t k, index_t n, bool k_contiguous) {
+/// Bytes of the packing of a k x n B (pack_b_ahead).
+template <class Acc>
+std::size_t packed_b_bytes(index_t k, index_t n) {
+  return static_cast<std::size_t>(blocking<Acc>::padded_cols(std::max<index_t>(n, 0)) * std::max<index_t>(k, 0)) *
+             sizeof(Acc) + 64;
+}
+
+/// Packs B (k x n, strided) into dst (packed_b_bytes(k, n) bytes, 64-byte aligned) for
+/// gemm_prepacked; returns its description.
+template <class Acc, class TB>
+packed_b<Acc> pack_b_ahead(void* dst, strided<TB> b, index_t k, index_t n) {
   using Bk = blocking<Acc>;
-  const index_t ldp = (n + Bk::NR - 1) / Bk::NR * Bk::NR;
-  const index_t kb = Bk::kc_for(k);
-  for (index_t k0 = 0; k0 < k; k0 += kb) {
-    const index_t kc = std::min<index_t>(kb, k - k0);
-    detail::pack_b<Acc>(dst + k0 * ldp, kc * Bk::NR, src, k0, kc, 0, n, k_contiguous);
+  const packed_b<Acc> p{static_cast<const Acc*>(dst), k, n, Bk::kc_for(k), Bk::padded_cols(n)};
+  for (index_t k0 = 0; k0 < k; k0 += p.kc) {
+    const index_t kc = std::min<index_t>(p.kc, k - k0);
+    detail::pack_b<Acc>(static_cast<Acc*>(dst) + k0 * p.ldp, kc * Bk::NR, b, k0, kc, 0, n);
   }
+  return p;
 }
 
 }  // namespace fuse::cpu::gemm

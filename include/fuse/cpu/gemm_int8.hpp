@@ -96,21 +96,11 @@ FUSE_FORCE_INLINE std::int32_t load32(const void* p) {
 #define FUSE_GEMM_INT8_ISA 0
 #endif
 
-#if FUSE_GEMM_INT8_ISA == 5
-struct isa {
-  static constexpr const char* name = "avx512-vnni";
+// The int32-lane operations of each vector width, shared by the VNNI and vpmaddwd forms.
+#if FUSE_GEMM_INT8_ISA == 5 || FUSE_GEMM_INT8_ISA == 3
+struct zmm_lanes {
   using V = __m512i;
-  static constexpr int W = 16, G = 4;
-  static constexpr bool vnni = true;
-  // 24 accumulators + 2 B vectors + 1 broadcast of the 32 registers: enough independent
-  // chains to cover vpdpbusd's latency at its throughput (2 per cycle on Zen 5), and 14 loads
-  // per 24 vpdpbusd.
-  static constexpr int MR = 12, NRV = 2;
-  // A B panel of 32 columns x KC bytes (32 KiB) and an A panel (12 KiB) share L1 (48 KiB on
-  // Zen 5) while the A block (MC x KC, 384 KiB) streams from L2 past the B panel; the B block
-  // (KC x NC, 2 MiB) lives in L3. Measured at 1024^3, 3072x768x768 and 64x4096x2048: KC 512
-  // lost ~5%, MC and NC mattered less than the noise.
-  static constexpr index_t KC = 1024, MC = 384, NC = 2048;
+  static constexpr int W = 16;
   static FUSE_FORCE_INLINE V zero() { return _mm512_setzero_si512(); }
   static FUSE_FORCE_INLINE V load(const void* p) { return _mm512_load_si512(p); }
   static FUSE_FORCE_INLINE V loadu(const void* p) { return _mm512_loadu_si512(p); }
@@ -121,6 +111,51 @@ struct isa {
   static FUSE_FORCE_INLINE V sub(V a, V b) { return _mm512_sub_epi32(a, b); }
   // (a multiply: GCC 12's _mm512_slli_epi32 trips -Wuninitialized inside its own header)
   static FUSE_FORCE_INLINE V times128(V a) { return _mm512_mullo_epi32(a, _mm512_set1_epi32(128)); }
+};
+#elif FUSE_GEMM_INT8_ISA == 4 || FUSE_GEMM_INT8_ISA == 2
+struct ymm_lanes {
+  using V = __m256i;
+  static constexpr int W = 8;
+  static FUSE_FORCE_INLINE V zero() { return _mm256_setzero_si256(); }
+  static FUSE_FORCE_INLINE V load(const void* p) { return _mm256_load_si256(static_cast<const V*>(p)); }
+  static FUSE_FORCE_INLINE V loadu(const void* p) { return _mm256_loadu_si256(static_cast<const V*>(p)); }
+  static FUSE_FORCE_INLINE void storeu(void* p, V v) { _mm256_storeu_si256(static_cast<V*>(p), v); }
+  static FUSE_FORCE_INLINE void store(void* p, V v) { _mm256_store_si256(static_cast<V*>(p), v); }
+  static FUSE_FORCE_INLINE V set1(std::int32_t x) { return _mm256_set1_epi32(x); }
+  static FUSE_FORCE_INLINE V add(V a, V b) { return _mm256_add_epi32(a, b); }
+  static FUSE_FORCE_INLINE V sub(V a, V b) { return _mm256_sub_epi32(a, b); }
+  static FUSE_FORCE_INLINE V times128(V a) { return _mm256_slli_epi32(a, 7); }
+};
+#elif FUSE_GEMM_INT8_ISA == 1
+struct xmm_lanes {
+  using V = __m128i;
+  static constexpr int W = 4;
+  static FUSE_FORCE_INLINE V zero() { return _mm_setzero_si128(); }
+  static FUSE_FORCE_INLINE V load(const void* p) { return _mm_load_si128(static_cast<const V*>(p)); }
+  static FUSE_FORCE_INLINE V loadu(const void* p) { return _mm_loadu_si128(static_cast<const V*>(p)); }
+  static FUSE_FORCE_INLINE void storeu(void* p, V v) { _mm_storeu_si128(static_cast<V*>(p), v); }
+  static FUSE_FORCE_INLINE void store(void* p, V v) { _mm_store_si128(static_cast<V*>(p), v); }
+  static FUSE_FORCE_INLINE V set1(std::int32_t x) { return _mm_set1_epi32(x); }
+  static FUSE_FORCE_INLINE V add(V a, V b) { return _mm_add_epi32(a, b); }
+  static FUSE_FORCE_INLINE V sub(V a, V b) { return _mm_sub_epi32(a, b); }
+  static FUSE_FORCE_INLINE V times128(V a) { return _mm_slli_epi32(a, 7); }
+};
+#endif
+
+#if FUSE_GEMM_INT8_ISA == 5
+struct isa : zmm_lanes {
+  static constexpr const char* name = "avx512-vnni";
+  static constexpr int G = 4;
+  static constexpr bool vnni = true;
+  // 24 accumulators + 2 B vectors + 1 broadcast of the 32 registers: enough independent
+  // chains to cover vpdpbusd's latency at its throughput (2 per cycle on Zen 5), and 14 loads
+  // per 24 vpdpbusd.
+  static constexpr int MR = 12, NRV = 2;
+  // A B panel of 32 columns x KC bytes (32 KiB) and an A panel (12 KiB) share L1 (48 KiB on
+  // Zen 5) while the A block (MC x KC, 384 KiB) streams from L2 past the B panel; the B block
+  // (KC x NC, 2 MiB) lives in L3. Measured at 1024^3, 3072x768x768 and 64x4096x2048: KC 512
+  // lost ~5%, MC and NC mattered less than the noise.
+  static constexpr index_t KC = 1024, MC = 384, NC = 2048;
   static FUSE_FORCE_INLINE V dot(V acc, V u, V s) {
 #if defined(__GNUC__) && !defined(__clang__)
     // GCC (12) does not tie the intrinsic's accumulator to its destination across the k loop:
@@ -134,43 +169,23 @@ struct isa {
   }
 };
 #elif FUSE_GEMM_INT8_ISA == 4
-struct isa {
+struct isa : ymm_lanes {
   static constexpr const char* name = "avx-vnni";
-  using V = __m256i;
-  static constexpr int W = 8, G = 4;
+  static constexpr int G = 4;
   static constexpr bool vnni = true;
   // 12 accumulators + 2 B vectors + 1 broadcast of the 16 registers.
   static constexpr int MR = 6, NRV = 2;
   static constexpr index_t KC = 1024, MC = 192, NC = 2048;
-  static FUSE_FORCE_INLINE V zero() { return _mm256_setzero_si256(); }
-  static FUSE_FORCE_INLINE V load(const void* p) { return _mm256_load_si256(static_cast<const V*>(p)); }
-  static FUSE_FORCE_INLINE V loadu(const void* p) { return _mm256_loadu_si256(static_cast<const V*>(p)); }
-  static FUSE_FORCE_INLINE void storeu(void* p, V v) { _mm256_storeu_si256(static_cast<V*>(p), v); }
-  static FUSE_FORCE_INLINE void store(void* p, V v) { _mm256_store_si256(static_cast<V*>(p), v); }
-  static FUSE_FORCE_INLINE V set1(std::int32_t x) { return _mm256_set1_epi32(x); }
-  static FUSE_FORCE_INLINE V add(V a, V b) { return _mm256_add_epi32(a, b); }
-  static FUSE_FORCE_INLINE V sub(V a, V b) { return _mm256_sub_epi32(a, b); }
-  static FUSE_FORCE_INLINE V times128(V a) { return _mm256_slli_epi32(a, 7); }
   static FUSE_FORCE_INLINE V dot(V acc, V u, V s) { return _mm256_dpbusd_avx_epi32(acc, u, s); }
 };
 #elif FUSE_GEMM_INT8_ISA == 3
-struct isa {
+struct isa : zmm_lanes {
   static constexpr const char* name = "avx512bw-vpmaddwd";
-  using V = __m512i;
-  static constexpr int W = 16, G = 2;
+  static constexpr int G = 2;
   static constexpr bool vnni = false;
   // 24 accumulators + 2 B vectors + 1 broadcast + 1 product of the 32 registers.
   static constexpr int MR = 12, NRV = 2;
   static constexpr index_t KC = 256, MC = 384, NC = 2048;
-  static FUSE_FORCE_INLINE V zero() { return _mm512_setzero_si512(); }
-  static FUSE_FORCE_INLINE V load(const void* p) { return _mm512_load_si512(p); }
-  static FUSE_FORCE_INLINE V loadu(const void* p) { return _mm512_loadu_si512(p); }
-  static FUSE_FORCE_INLINE void storeu(void* p, V v) { _mm512_storeu_si512(p, v); }
-  static FUSE_FORCE_INLINE void store(void* p, V v) { _mm512_store_si512(p, v); }
-  static FUSE_FORCE_INLINE V set1(std::int32_t x) { return _mm512_set1_epi32(x); }
-  static FUSE_FORCE_INLINE V add(V a, V b) { return _mm512_add_epi32(a, b); }
-  static FUSE_FORCE_INLINE V sub(V a, V b) { return _mm512_sub_epi32(a, b); }
-  static FUSE_FORCE_INLINE V times128(V a) { return _mm512_mullo_epi32(a, _mm512_set1_epi32(128)); }
   static FUSE_FORCE_INLINE V dot(V acc, V u, V s) {
 #if defined(__GNUC__) && !defined(__clang__)
     V t;  // as for vpdpbusd: GCC spills the accumulators of the intrinsic form
@@ -182,43 +197,23 @@ struct isa {
   }
 };
 #elif FUSE_GEMM_INT8_ISA == 2
-struct isa {
+struct isa : ymm_lanes {
   static constexpr const char* name = "avx2-vpmaddwd";
-  using V = __m256i;
-  static constexpr int W = 8, G = 2;
+  static constexpr int G = 2;
   static constexpr bool vnni = false;
   // 8 accumulators + 2 B vectors + broadcast + product: room to spare of the 16 registers
   // (12 accumulators would spill the product).
   static constexpr int MR = 4, NRV = 2;
   static constexpr index_t KC = 512, MC = 192, NC = 2048;
-  static FUSE_FORCE_INLINE V zero() { return _mm256_setzero_si256(); }
-  static FUSE_FORCE_INLINE V load(const void* p) { return _mm256_load_si256(static_cast<const V*>(p)); }
-  static FUSE_FORCE_INLINE V loadu(const void* p) { return _mm256_loadu_si256(static_cast<const V*>(p)); }
-  static FUSE_FORCE_INLINE void storeu(void* p, V v) { _mm256_storeu_si256(static_cast<V*>(p), v); }
-  static FUSE_FORCE_INLINE void store(void* p, V v) { _mm256_store_si256(static_cast<V*>(p), v); }
-  static FUSE_FORCE_INLINE V set1(std::int32_t x) { return _mm256_set1_epi32(x); }
-  static FUSE_FORCE_INLINE V add(V a, V b) { return _mm256_add_epi32(a, b); }
-  static FUSE_FORCE_INLINE V sub(V a, V b) { return _mm256_sub_epi32(a, b); }
-  static FUSE_FORCE_INLINE V times128(V a) { return _mm256_slli_epi32(a, 7); }
   static FUSE_FORCE_INLINE V dot(V acc, V u, V s) { return _mm256_add_epi32(acc, _mm256_madd_epi16(u, s)); }
 };
 #elif FUSE_GEMM_INT8_ISA == 1
-struct isa {
+struct isa : xmm_lanes {
   static constexpr const char* name = "sse2-pmaddwd";
-  using V = __m128i;
-  static constexpr int W = 4, G = 2;
+  static constexpr int G = 2;
   static constexpr bool vnni = false;
   static constexpr int MR = 4, NRV = 2;
   static constexpr index_t KC = 512, MC = 192, NC = 1024;
-  static FUSE_FORCE_INLINE V zero() { return _mm_setzero_si128(); }
-  static FUSE_FORCE_INLINE V load(const void* p) { return _mm_load_si128(static_cast<const V*>(p)); }
-  static FUSE_FORCE_INLINE V loadu(const void* p) { return _mm_loadu_si128(static_cast<const V*>(p)); }
-  static FUSE_FORCE_INLINE void storeu(void* p, V v) { _mm_storeu_si128(static_cast<V*>(p), v); }
-  static FUSE_FORCE_INLINE void store(void* p, V v) { _mm_store_si128(static_cast<V*>(p), v); }
-  static FUSE_FORCE_INLINE V set1(std::int32_t x) { return _mm_set1_epi32(x); }
-  static FUSE_FORCE_INLINE V add(V a, V b) { return _mm_add_epi32(a, b); }
-  static FUSE_FORCE_INLINE V sub(V a, V b) { return _mm_sub_epi32(a, b); }
-  static FUSE_FORCE_INLINE V times128(V a) { return _mm_slli_epi32(a, 7); }
   static FUSE_FORCE_INLINE V dot(V acc, V u, V s) { return _mm_add_epi32(acc, _mm_madd_epi16(u, s)); }
 };
 #endif
@@ -427,109 +422,35 @@ void store_correction(unsigned char* bp, index_t kg) {
 /// The reduction block for a reduction of k (> 0): equal blocks of at most KC, a multiple of 4
 /// each, so that k = 1100 runs as 2 x 552 rather than 1024 + a short block that reads and
 /// writes C as often for a tenth of the products.
-inline index_t kc_for(index_t k) {
-  constexpr index_t KC = isa::KC;
-  const index_t blocks = (k + KC - 1) / KC;
-  return ((k + blocks - 1) / blocks + 3) / 4 * 4;
+inline index_t kc_for(index_t k) { return even_blocks(k, isa::KC, 4); }
+
+/// Bytes of one B panel of kc reduction rows, with its correction row when `corr`.
+inline index_t panel_bytes(index_t kc, bool corr) {
+  return ((kc + isa::G - 1) / isa::G + (corr ? 1 : 0)) * isa::W * isa::NRV * 4;
 }
 
-template <class TA, class TB>
-void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int32_t* c, index_t rs, index_t cs) {
-  constexpr int G = isa::G, MR = isa::MR, NR = isa::W * isa::NRV;
-  constexpr index_t KC = isa::KC, MC = isa::MC, NC = isa::NC;
-  static_assert(KC % 4 == 0 && MC % MR == 0 && NC % NR == 0, "int8 GEMM blocking");
-  constexpr bool BU = isa::vnni && std::is_same_v<TB, std::uint8_t>;
-  constexpr bool CORR = isa::vnni && std::is_same_v<TA, TB>;
-  constexpr unsigned char flip = CORR ? 0x80 : 0;
-  const auto round_up = [](index_t x, index_t q) { return (x + q - 1) / q * q; };
-  const index_t kc_step = kc_for(k);
-  const index_t nc_max = std::min(NC, round_up(n, NR));
-  const index_t kg_max = (std::min(kc_step, k) + G - 1) / G;
-  const index_t mc_max = std::min(MC, round_up(m, MR));
-  const index_t b_panel = (kg_max + (CORR ? 1 : 0)) * NR * 4;  // bytes per B panel (+ corrections)
-  gemm::detail::aligned_buffer<unsigned char> bbuf(static_cast<std::size_t>(nc_max / NR * b_panel));
-  gemm::detail::aligned_buffer<unsigned char> abuf(static_cast<std::size_t>(mc_max * kg_max * 4));
-  for (index_t j0 = 0; j0 < n; j0 += NC) {
-    const index_t nc = std::min(NC, n - j0);
-    for (index_t k0 = 0; k0 < k; k0 += kc_step) {
-      const index_t kc = std::min(kc_step, k - k0);
-      const index_t kg = (kc + G - 1) / G;
-      const index_t bstride = (kg + (CORR ? 1 : 0)) * NR * 4;  // aligned: a multiple of NR * 4
-      for (index_t jp = 0; jp < nc; jp += NR) {
-        unsigned char* bp = bbuf.p + jp / NR * bstride;
-        pack_panel<G>(bp, &b(k0, j0 + jp), b.cs, b.rs, std::min<index_t>(NR, nc - jp), NR, kc, 0);
-        if constexpr (CORR) store_correction<BU, std::is_same_v<TA, std::int8_t>>(bp, kg);
-      }
-      for (index_t i0 = 0; i0 < m; i0 += MC) {
-        const index_t mc = std::min(MC, m - i0);
-        for (index_t ip = 0; ip < mc; ip += MR)
-          pack_panel<G>(abuf.p + ip * kg * 4, &a(i0 + ip, k0), a.rs, a.cs, std::min<index_t>(MR, mc - ip), MR, kc, flip);
-        for (index_t jp = 0; jp < nc; jp += NR) {
-          const unsigned char* bp = bbuf.p + jp / NR * bstride;
-          for (index_t ip = 0; ip < mc; ip += MR)
-            tile<BU, CORR>(kg, abuf.p + ip * kg * 4, bp, c + (i0 + ip) * rs + (j0 + jp) * cs, rs, cs,
-                           std::min<index_t>(MR, mc - ip), 0, std::min<index_t>(NR, nc - jp), k0 > 0);
-        }
-      }
-    }
-  }
-}
-
-// --- B packed ahead of time (fuse::pack of 8-bit weights) -----------------------------------------
-// The layout run() packs block by block, kept whole: for each reduction block (kc_for(k) rows,
-// the last one shorter), the panels of all columns, each panel as pack_panel writes it (B's own
-// bytes, or int16 for vpmaddwd) followed, with VNNI, by one row of per-column corrections.
-// A panel of B does not know A's dtype, but only one A dtype needs its correction: the one
-// equal to B's (int8 x int8: -128 * sum_k B; uint8 x uint8: +128 * sum_k B); the mixed pairs
-// skip the row.
-
-/// Correction rows after each packed B panel.
-inline constexpr index_t corr_rows = isa::vnni ? 1 : 0;
-
-/// Bytes of one packed B panel of kc reduction rows.
-inline index_t panel_bytes(index_t kc) { return ((kc + isa::G - 1) / isa::G + corr_rows) * isa::W * isa::NRV * 4; }
-
-/// Packs B (k x n) whole for gemm_int8_prepacked; dst: 64-byte aligned, packed_bytes(k, n).
-template <class TB>
-void pack_b_whole(unsigned char* dst, strided<TB> b, index_t k, index_t n) {
-  constexpr int G = isa::G, NR = isa::W * isa::NRV;
-  const index_t kc_step = kc_for(k), panels = (n + NR - 1) / NR;
-  for (index_t k0 = 0; k0 < k; k0 += kc_step) {
-    const index_t kc = std::min(kc_step, k - k0);
-    unsigned char* block = dst + (k0 / kc_step) * panels * panel_bytes(kc_step);
-    for (index_t p = 0; p < panels; ++p) {
-      unsigned char* bp = block + p * panel_bytes(kc);
-      pack_panel<G>(bp, &b(k0, p * NR), b.cs, b.rs, std::min<index_t>(NR, n - p * NR), NR, kc, 0);
-      if constexpr (isa::vnni)
-        store_correction<std::is_same_v<TB, std::uint8_t>, std::is_same_v<TB, std::int8_t>>(bp, (kc + G - 1) / G);
-    }
-  }
-}
-
-/// run() over B packed ahead (pack_b_whole), from its column j0 on (a panel boundary or not:
-/// columns are counted in panel space, where the product's column 0 is column `skip` of the
-/// first panel read).
-template <class TA, class TB>
-void run_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed_int8_b<TB>& b, index_t j0,
-                   std::int32_t* c, index_t rs, index_t cs) {
+/// The blocked loops (BLIS order) over a source of packed B panels: `bpanels(k0, kc, jb, nc)`
+/// makes ready the panels of that block and returns the first one and the bytes from one to the
+/// next. Columns are counted in panel space, where the product's column 0 is column `skip` of
+/// the first panel (prepacked weights read from a column inside a panel).
+template <class TA, class TB, class BPanels>
+void blocked(index_t m, index_t n, index_t k, strided<TA> a, index_t kc_step, BPanels&& bpanels, index_t skip,
+             std::int32_t* c, index_t rs, index_t cs) {
   constexpr int G = isa::G, MR = isa::MR, NR = isa::W * isa::NRV;
   constexpr index_t MC = isa::MC, NC = isa::NC;
   constexpr bool BU = isa::vnni && std::is_same_v<TB, std::uint8_t>;
   constexpr bool CORR = isa::vnni && std::is_same_v<TA, TB>;
   constexpr unsigned char flip = CORR ? 0x80 : 0;
-  const index_t kc_step = b.kc;
-  const index_t first = j0 / NR * NR, skip = j0 - first, np = skip + n;
+  const index_t np = skip + n;
   const index_t kg_max = (std::min(kc_step, k) + G - 1) / G;
-  const index_t mc_max = std::min(MC, (m + MR - 1) / MR * MR);
+  const index_t mc_max = std::min(MC, round_up(m, MR));
   gemm::detail::aligned_buffer<unsigned char> abuf(static_cast<std::size_t>(mc_max * kg_max * 4));
   for (index_t jb = 0; jb < np; jb += NC) {
     const index_t nc = std::min(NC, np - jb);
     for (index_t k0 = 0; k0 < k; k0 += kc_step) {
       const index_t kc = std::min(kc_step, k - k0);
       const index_t kg = (kc + G - 1) / G;
-      const index_t bstride = panel_bytes(kc);
-      const unsigned char* block =
-          b.data + (k0 / kc_step) * b.panels * panel_bytes(kc_step) + (first + jb) / NR * bstride;
+      const auto [block, bstride] = bpanels(k0, kc, jb, nc);
       for (index_t i0 = 0; i0 < m; i0 += MC) {
         const index_t mc = std::min(MC, m - i0);
         for (index_t ip = 0; ip < mc; ip += MR)
@@ -546,6 +467,67 @@ void run_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed_
       }
     }
   }
+}
+
+template <class TA, class TB>
+void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int32_t* c, index_t rs, index_t cs) {
+  constexpr int G = isa::G, NR = isa::W * isa::NRV;
+  static_assert(isa::KC % 4 == 0 && isa::MC % isa::MR == 0 && isa::NC % NR == 0, "int8 GEMM blocking");
+  constexpr bool BU = isa::vnni && std::is_same_v<TB, std::uint8_t>;
+  constexpr bool CORR = isa::vnni && std::is_same_v<TA, TB>;
+  const index_t kc_step = kc_for(k);
+  const index_t nc_max = std::min(isa::NC, round_up(n, NR));
+  gemm::detail::aligned_buffer<unsigned char> bbuf(
+      static_cast<std::size_t>(nc_max / NR * panel_bytes(std::min(kc_step, k), CORR)));
+  blocked<TA, TB>(m, n, k, a, kc_step,
+                  [&](index_t k0, index_t kc, index_t jb, index_t nc) {
+                    const index_t bstride = panel_bytes(kc, CORR);  // aligned: a multiple of NR * 4
+                    for (index_t jp = 0; jp < nc; jp += NR) {
+                      unsigned char* bp = bbuf.p + jp / NR * bstride;
+                      pack_panel<G>(bp, &b(k0, jb + jp), b.cs, b.rs, std::min<index_t>(NR, nc - jp), NR, kc, 0);
+                      if constexpr (CORR) store_correction<BU, std::is_same_v<TA, std::int8_t>>(bp, (kc + G - 1) / G);
+                    }
+                    return std::pair<const unsigned char*, index_t>{bbuf.p, bstride};
+                  },
+                  0, c, rs, cs);
+}
+
+// --- B packed ahead of time (fuse::pack of 8-bit weights) -----------------------------------------
+// The layout run() packs block by block, kept whole: for each reduction block (kc_for(k) rows,
+// the last one shorter), the panels of all columns, each panel as pack_panel writes it (B's own
+// bytes, or int16 for vpmaddwd) followed, with VNNI, by one row of per-column corrections.
+// A panel of B does not know A's dtype, but only one A dtype needs its correction: the one
+// equal to B's (int8 x int8: -128 * sum_k B; uint8 x uint8: +128 * sum_k B); the mixed pairs
+// skip the row.
+
+/// Packs B (k x n) whole for gemm_int8_prepacked; dst: 64-byte aligned, packed_int8_b_bytes(k, n).
+template <class TB>
+void pack_b_whole(unsigned char* dst, strided<TB> b, index_t k, index_t n) {
+  constexpr int G = isa::G, NR = isa::W * isa::NRV;
+  const index_t kc_step = kc_for(k), panels = (n + NR - 1) / NR;
+  for (index_t k0 = 0; k0 < k; k0 += kc_step) {
+    const index_t kc = std::min(kc_step, k - k0);
+    unsigned char* block = dst + (k0 / kc_step) * panels * panel_bytes(kc_step, isa::vnni);
+    for (index_t p = 0; p < panels; ++p) {
+      unsigned char* bp = block + p * panel_bytes(kc, isa::vnni);
+      pack_panel<G>(bp, &b(k0, p * NR), b.cs, b.rs, std::min<index_t>(NR, n - p * NR), NR, kc, 0);
+      if constexpr (isa::vnni)
+        store_correction<std::is_same_v<TB, std::uint8_t>, std::is_same_v<TB, std::int8_t>>(bp, (kc + G - 1) / G);
+    }
+  }
+}
+
+/// run() over B packed ahead (pack_b_whole), from its column j0 on (a panel boundary or not).
+template <class TA, class TB>
+void run_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed_int8_b<TB>& b, index_t j0,
+                   std::int32_t* c, index_t rs, index_t cs) {
+  constexpr int NR = isa::W * isa::NRV;
+  const index_t first = j0 / NR * NR;
+  blocked<TA, TB>(m, n, k, a, b.kc,
+                  [&](index_t k0, index_t kc, index_t jb, index_t) {
+                    return std::pair<const unsigned char*, index_t>{b.panel(k0, first + jb), panel_bytes(kc, isa::vnni)};
+                  },
+                  j0 - first, c, rs, cs);
 }
 
 #endif  // FUSE_GEMM_INT8_ISA > 0
@@ -570,11 +552,7 @@ void gemm_int8(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, st
                     (std::is_same_v<TB, std::int8_t> || std::is_same_v<TB, std::uint8_t>),
                 "fuse: gemm_int8 takes int8 or uint8 operands");
   if (m <= 0 || n <= 0) return;
-  if (k <= 0) {
-    for (index_t i = 0; i < m; ++i)
-      for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = 0;
-    return;
-  }
+  if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
 #if FUSE_GEMM_INT8_ISA > 0
   detail::int8::run<TA, TB>(m, n, k, a, b, c, rs, cs);
 #else
@@ -597,16 +575,24 @@ struct packed_int8_b {
   index_t kc = 0;      ///< reduction rows per block (the last block may be shorter)
   index_t panels = 0;  ///< panels per reduction block (n rounded up to the panel width, / it)
 
+#if FUSE_GEMM_INT8_ISA > 0
+  /// The panel of columns [j, j + NR) (j a multiple of NR) in the block of rows from k0.
+  const unsigned char* panel(index_t k0, index_t j) const {
+    namespace d = detail::int8;
+    constexpr int NR = d::isa::W * d::isa::NRV;
+    return data + (k0 / kc) * panels * d::panel_bytes(kc, d::isa::vnni) +
+           j / NR * d::panel_bytes(std::min(kc, k - k0), d::isa::vnni);
+  }
+#endif
+
   /// B(kk, j), read back from the packing.
   TB element(index_t kk, index_t j) const {
 #if FUSE_GEMM_INT8_ISA > 0
     namespace d = detail::int8;
     constexpr int G = d::isa::G, NR = d::isa::W * d::isa::NRV;
     const index_t k0 = kk / kc * kc;
-    const unsigned char* bp =
-        data + (kk / kc) * panels * d::panel_bytes(kc) + (j / NR) * d::panel_bytes(std::min(kc, k - k0));
     const index_t g = (kk - k0) / G, t = (kk - k0) % G;
-    const unsigned char* at = bp + (g * NR + j % NR) * 4;
+    const unsigned char* at = panel(k0, j / NR * NR) + (g * NR + j % NR) * 4;
     if constexpr (G == 4) {
       return static_cast<TB>(at[t]);
     } else {
@@ -627,8 +613,8 @@ index_t packed_int8_b_bytes(index_t k, index_t n) {
 #if FUSE_GEMM_INT8_ISA > 0
   namespace d = detail::int8;
   constexpr int NR = d::isa::W * d::isa::NRV;
-  const index_t kc = d::kc_for(k), panels = (n + NR - 1) / NR;
-  return panels * (k / kc * d::panel_bytes(kc) + (k % kc ? d::panel_bytes(k % kc) : 0));
+  const index_t kc = d::kc_for(k), panels = round_up(n, NR) / NR;
+  return panels * (k / kc * d::panel_bytes(kc, d::isa::vnni) + (k % kc ? d::panel_bytes(k % kc, d::isa::vnni) : 0));
 #else
   return k * n;
 #endif
@@ -666,11 +652,7 @@ void gemm_int8_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const p
   static_assert(std::is_same_v<TA, std::int8_t> || std::is_same_v<TA, std::uint8_t>,
                 "fuse: gemm_int8_prepacked takes int8 or uint8 data");
   if (m <= 0 || n <= 0) return;
-  if (k <= 0) {
-    for (index_t i = 0; i < m; ++i)
-      for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = 0;
-    return;
-  }
+  if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
 #if FUSE_GEMM_INT8_ISA > 0
   detail::int8::run_prepacked<TA, TB>(m, n, k, a, b, j0, c, rs, cs);
 #else

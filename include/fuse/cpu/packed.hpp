@@ -22,12 +22,36 @@
 #include <new>
 #include <type_traits>
 
-#include "fuse/core/error.hpp"
+#include "fuse/core/shape.hpp"
 #include "fuse/cpu/gemm.hpp"
 #include "fuse/cpu/gemm_int8.hpp"
-#include "fuse/core/shape.hpp"
 
 namespace fuse {
+
+namespace detail {
+template <class T>
+inline constexpr bool is_8bit_weight = std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>;
+
+/// The GEMM's description of packed weights of dtype T: the float GEMM's panels, or the int8
+/// GEMM's groups. Both read element (kk, j) of B = W^T back with element(kk, j).
+template <class T>
+using packed_layout = std::conditional_t<is_8bit_weight<T>, cpu::gemm::packed_int8_b<T>, cpu::gemm::packed_b<T>>;
+
+/// W (n x k: element (j, kk) at data[j * row_stride + kk * col_stride]) packed as B = W^T into
+/// dst (packed_bytes<T>(k, n) bytes, 64-byte aligned).
+template <class T>
+std::size_t packed_bytes(index_t k, index_t n) {
+  if constexpr (is_8bit_weight<T>) return static_cast<std::size_t>(cpu::gemm::packed_int8_b_bytes<T>(k, n)) + 64;
+  else return cpu::gemm::packed_b_bytes<T>(k, n);
+}
+template <class T>
+packed_layout<T> pack_weights(unsigned char* dst, const T* data, index_t n, index_t k, index_t row_stride,
+                              index_t col_stride) {
+  const cpu::gemm::strided<T> b{data, col_stride, row_stride};  // B(kk, j) = W(j, kk)
+  if constexpr (is_8bit_weight<T>) return cpu::gemm::pack_int8_b_ahead<T>(dst, b, k, n);
+  else return cpu::gemm::pack_b_ahead<T>(dst, b, k, n);
+}
+}  // namespace detail
 
 /// The expression leaf of packed weights: logically the [N, K] matrix it was packed from.
 template <class T>
@@ -38,33 +62,7 @@ struct packed_view {
   static constexpr std::size_t rank = 2;
   static constexpr bool is_fuse_expr = true;
 
-  const T* data = nullptr;
-  index_t n = 0, k = 0;
-  index_t ldp = 0;  ///< columns of the packing: n rounded up to the panel width
-
-  FUSE_HD constexpr shape_type shape() const { return shape_type({n, k}); }
-
-  /// Element (j, kk) of the [N, K] matrix, read from the panels (references and checks).
-  T element(index_t j, index_t kk) const {
-    using Bk = cpu::gemm::blocking<T>;
-    const index_t kb = Bk::kc_for(k);
-    const index_t k0 = kk / kb * kb;
-    const index_t kc = std::min(kb, k - k0);
-    return data[k0 * ldp + (j / Bk::NR) * kc * Bk::NR + (kk - k0) * Bk::NR + j % Bk::NR];
-  }
-};
-
-/// 8-bit weights: the int8 GEMM's packing (gemm::packed_int8_b: B(k, j) of the GEMM is W(j, k)).
-template <class T>
-  requires(std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>)
-struct packed_view<T> {
-  using value_type = T;
-  using shape_type = dynamic_shape<2>;
-  using packed_weight_tag = void;
-  static constexpr std::size_t rank = 2;
-  static constexpr bool is_fuse_expr = true;
-
-  cpu::gemm::packed_int8_b<T> packed{};
+  detail::packed_layout<T> packed{};
   index_t n = 0, k = 0;
 
   FUSE_HD constexpr shape_type shape() const { return shape_type({n, k}); }
@@ -78,7 +76,7 @@ struct is_packed_view : std::false_type {};
 template <class T>
 struct is_packed_view<packed_view<T>> : std::true_type {};
 
-/// Weights packed for the CPU GEMM (see fuse::pack). Move-only owner of the panels.
+/// Weights packed for the CPU GEMM (see fuse::pack). Move-only owner of the packing.
 template <class T>
 class packed_weights {
  public:
@@ -89,43 +87,8 @@ class packed_weights {
 
   /// Packs the [N, K] matrix whose element (j, k) is at data[j * row_stride + k * col_stride].
   packed_weights(const T* data, index_t n, index_t k, index_t row_stride, index_t col_stride) : n_(n), k_(k) {
-    using Bk = cpu::gemm::blocking<T>;
-    ldp_ = (n + Bk::NR - 1) / Bk::NR * Bk::NR;
-    const std::size_t count = static_cast<std::size_t>(ldp_ * k) + 16;
-    storage_.reset(static_cast<T*>(::operator new[](count * sizeof(T), std::align_val_t{64})));
-    // B(k, j) of the GEMM is W(j, k).
-    cpu::gemm::pack_b_ahead<T>(storage_.get(), cpu::gemm::strided<T>{data, col_stride, row_stride}, k, n,
-                               col_stride == 1 && row_stride != 1);
-  }
-
-  packed_view<T> view() const { return {storage_.get(), n_, k_, ldp_}; }
-  dynamic_shape<2> shape() const { return dynamic_shape<2>({n_, k_}); }
-
- private:
-  struct aligned_delete {
-    void operator()(T* p) const { ::operator delete[](p, std::align_val_t{64}); }
-  };
-  std::unique_ptr<T, aligned_delete> storage_;
-  index_t n_ = 0, k_ = 0, ldp_ = 0;
-};
-
-/// 8-bit weights packed for the int8 GEMM (see fuse::pack). Move-only owner of the packing.
-template <class T>
-  requires(std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>)
-class packed_weights<T> {
- public:
-  using value_type = T;
-  using packed_view_type = packed_view<T>;
-
-  packed_weights() = default;
-
-  /// Packs the [N, K] matrix whose element (j, k) is at data[j * row_stride + k * col_stride].
-  packed_weights(const T* data, index_t n, index_t k, index_t row_stride, index_t col_stride) : n_(n), k_(k) {
-    const std::size_t bytes = static_cast<std::size_t>(cpu::gemm::packed_int8_b_bytes<T>(k, n)) + 64;
-    storage_.reset(static_cast<unsigned char*>(::operator new[](bytes, std::align_val_t{64})));
-    // B(k, j) of the GEMM is W(j, k).
-    packed_ = cpu::gemm::pack_int8_b_ahead<T>(storage_.get(), cpu::gemm::strided<T>{data, col_stride, row_stride},
-                                              k, n);
+    storage_.reset(static_cast<unsigned char*>(::operator new[](detail::packed_bytes<T>(k, n), std::align_val_t{64})));
+    packed_ = detail::pack_weights<T>(storage_.get(), data, n, k, row_stride, col_stride);
   }
 
   packed_view<T> view() const { return {packed_, n_, k_}; }
@@ -136,7 +99,7 @@ class packed_weights<T> {
     void operator()(unsigned char* p) const { ::operator delete[](p, std::align_val_t{64}); }
   };
   std::unique_ptr<unsigned char, aligned_delete> storage_;
-  cpu::gemm::packed_int8_b<T> packed_{};
+  detail::packed_layout<T> packed_{};
   index_t n_ = 0, k_ = 0;
 };
 
