@@ -5,6 +5,7 @@
 // the double-precision reference; the counters prove which path ran.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -306,6 +307,12 @@ TEST_CASE("prologue by rows: expression operands evaluated block by block, whole
 
   // A quantize chain as the operand of an int8 contraction: exact, by rows.
   auto xf = test::random_tensor({300, 48}, 903, -3, 3);
+  // x * 60 is rounded to float in the pass and kept in double by the reference: keep it clear of
+  // the .5 ties, where that last-bit difference alone would flip round() (a fresh seed found one).
+  for (auto& v : xf) {
+    const double t = double(v) * 60.0, f = t - std::floor(t);
+    if (std::abs(f - 0.5) < 0.01) v = float((std::floor(t) + 0.25) / 60.0);
+  }
   auto w8 = test::random_tensor<std::int8_t>({33, 48}, 904, -128, 127);
   const auto q = cast<std::int8_t>(clip(round(xf * 60.0f), -128, 127));  // saturates at both ends
   const auto e8 = dense(q, w8) + 0;

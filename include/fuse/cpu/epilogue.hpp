@@ -56,7 +56,8 @@ struct epilogue_context {
   struct slot {
     const void* type = nullptr;  ///< the contraction node whose operands these are
     const void* node = nullptr;
-    std::shared_ptr<void> operands;
+    void* operands = nullptr;  ///< the prepared operands (owned by `owned`, here or in an earlier slot)
+    std::unique_ptr<void, void (*)(void*)> owned{nullptr, [](void*) {}};
     std::shared_ptr<void> storage;  ///< a heap block buffer or the whole result (else empty)
     void* buffer = nullptr;         ///< the block buffer (in `storage` or in the arena)
     index_t rows = 0, cols = 0;     ///< capacity of the block buffer
@@ -78,6 +79,7 @@ struct epilogue_context {
   /// 1 x 10) would otherwise spend more on allocations than on its arithmetic.
   alignas(64) unsigned char arena[16384];
   std::size_t arena_used = 0;
+  ~epilogue_context() { slots.clear(); }  // operands in the arena go while it is still there
   index_array<Q> block{};       ///< extents of the current block
   detail::byte_ranges outputs;  ///< what the pass writes
   /// Binding only to learn the layout of the leaves (the aliasing check before the blocks):
@@ -114,22 +116,19 @@ struct epilogue_context {
     using T = typename N::value_type;
     constexpr std::size_t R = N::rank;
     using S = decltype(context<Mode>{}.materialize(n));
-    using Ev = bind::owned_leaf_eval<const T, Q, Map, shape_param_v<typename S::shape_type>>;
-    // A leaf over storage st whose element (0, 0, ...) is node coordinate `lo` (0 unless the
-    // map is affine).
-    const auto leaf_over = [&](const std::shared_ptr<void>& st, const T* data, const index_array<R>& ext,
-                               const index_array<R>& str, const index_array<R>& lo) {
+    // A leaf over data whose element (0, 0, ...) is node coordinate `lo` (0 unless the map is
+    // affine). It owns nothing: the slots of this context hold every buffer until the pass ends,
+    // and evaluators never outlive the pass (no reference counting per leaf per block).
+    const auto leaf_over = [&](const T* data, const index_array<R>& ext, const index_array<R>& str,
+                               const index_array<R>& lo) {
       Map local = m;
       if constexpr (bind::is_affine_map<Map>::value)
         for (std::size_t d = 0; d < R; ++d) local.offset[d] -= lo[d];
-      Ev e;
-      static_cast<bind::leaf_eval<const T, Q, Map>&>(e) = bind::make_leaf<const T, Q>(data, ext, str, local);
-      e.storage = std::static_pointer_cast<const S>(st);
-      return e;
+      return bind::make_leaf<const T, Q>(data, ext, str, local);
     };
     if (probing) {
       static const T dummy{};
-      return leaf_over(nullptr, &dummy, index_array<R>{}, index_array<R>{}, index_array<R>{});
+      return leaf_over(&dummy, index_array<R>{}, index_array<R>{}, index_array<R>{});
     }
     if (next == slots.size()) slots.push_back(slot{});
     slot& s = slots[next++];
@@ -151,8 +150,7 @@ struct epilogue_context {
             if (const computed& c = done[t]; c.lo[0] == lo[0] && c.len[0] == len[0] && c.lo[1] <= lo[1] &&
                                              lo[1] + len[1] <= c.lo[1] + c.len[1] && same_node(c.type, c.node, n)) {
               const slot& twin = slots[c.slot];
-              return leaf_over(twin.storage, static_cast<const T*>(twin.buffer), c.len, index_array<2>{twin.cols, 1},
-                               c.lo);
+              return leaf_over(static_cast<const T*>(twin.buffer), c.len, index_array<2>{twin.cols, 1}, c.lo);
             }
           // A small contraction read in sections (the seed's three gates of 10 columns): all its
           // columns for these rows in one product, which every section then reads, instead of
@@ -172,9 +170,19 @@ struct epilogue_context {
             for (std::size_t o = 0; o + 1 < next && !s.operands; ++o)
               if (same_node(slots[o].type, slots[o].node, n)) s.operands = slots[o].operands;
           if (!s.operands) {
-            auto ops = std::make_shared<Ops>(n, Mode{}, &outputs);
+            // In the arena when it fits: a tiny cell pays no allocation for its operands.
+            const std::size_t at = (arena_used + alignof(Ops) - 1) / alignof(Ops) * alignof(Ops);
+            Ops* ops;
+            if (alignof(Ops) <= 64 && at + sizeof(Ops) <= sizeof(arena)) {
+              ops = ::new (arena + at) Ops(n, Mode{}, &outputs);
+              arena_used = at + sizeof(Ops);
+              s.owned = {ops, [](void* p) { static_cast<Ops*>(p)->~Ops(); }};
+            } else {
+              ops = new Ops(n, Mode{}, &outputs);
+              s.owned = {ops, [](void* p) { delete static_cast<Ops*>(p); }};
+            }
             ops->shared_rows = &packed_rows;
-            s.operands = std::move(ops);
+            s.operands = ops;
           }
           s.type = type_id<N>();
           s.node = &n;
@@ -194,13 +202,13 @@ struct epilogue_context {
           }
         }
         T* buf = static_cast<T*>(s.buffer);
-        const auto& ops = *std::static_pointer_cast<const Ops>(s.operands);
+        const auto& ops = *static_cast<const Ops*>(s.operands);
         const std::size_t evaluated = ops.am.evaluations;
         ops.template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf, s.cols, 1);
         epilogue_stats.prologue_row_blocks += ops.am.evaluations - evaluated;
         if constexpr (std::is_trivially_copyable_v<N>) done.push_back({type_id<N>(), &n, lo, len, next - 1});
         ++epilogue_stats.partial_leaves;
-        return leaf_over(s.storage, buf, len, index_array<2>{s.cols, 1}, lo);
+        return leaf_over(buf, len, index_array<2>{s.cols, 1}, lo);
       }
     }
     // Whole, once: the first block binds before anything is written.
@@ -209,7 +217,7 @@ struct epilogue_context {
       ++epilogue_stats.whole_leaves;
     }
     const auto v = std::static_pointer_cast<const S>(s.storage)->view();
-    return leaf_over(s.storage, v.data(), v.shape().array(), v.strides(), index_array<R>{});
+    return leaf_over(v.data(), v.shape().array(), v.strides(), index_array<R>{});
   }
 };
 

@@ -315,7 +315,7 @@ auto bind_pass(Ctx& ctx, const std::tuple<E...>& exprs, const index_array<Q>& fu
   return [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::make_tuple(bind::bind<Mode>(
         std::get<I>(exprs),
-        translated(bind::affine_map<Q, std::tuple_element_t<I, std::tuple<E...>>::rank>::broadcast(
+        translated(bind::affine_map<Q, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
                        std::get<I>(exprs).shape().array(), full),
                    origin),
         ctx)...);
@@ -444,12 +444,22 @@ void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, co
 
 namespace detail {
 
+/// What eval reads an argument as: an expression tree by reference (it lives until eval
+/// returns; copying a cell's tree of ~800 bytes level by level cost more than a 10-element
+/// cell's arithmetic), anything else (tensors, scalars, containers) converted by value.
+template <class X>
+decltype(auto) eval_operand(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (expression<D> && !is_tensor_view<D>::value) return static_cast<const D&>(x);
+  else return as_expr(static_cast<X&&>(x));
+}
+
 template <class Out, class Expr, class... Opt>
 void eval_one(Out&& out_, Expr&& expr_, const Opt&... opt) {
   auto out = as_output(static_cast<Out&&>(out_));
-  auto expr = as_expr(static_cast<Expr&&>(expr_));
+  auto&& expr = eval_operand(static_cast<Expr&&>(expr_));
   using O = decltype(out);
-  using E = decltype(expr);
+  using E = std::remove_cvref_t<decltype(expr)>;
   static_assert(output_dtype_matches_expression<typename O::value_type, typename E::value_type>,
                 "fuse::eval: the output's dtype differs from the expression's (the note names both); "
                 "convert with fuse::cast<T>(...)");
@@ -462,7 +472,7 @@ void eval_one(Out&& out_, Expr&& expr_, const Opt&... opt) {
     cpu::run_root<Mode, typename O::element_type, Q>(tensor_view<typename O::element_type, static_cast<int>(Q)>(out), expr);
   } else {
     cpu::run_elementwise<Mode, Q>(std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(out)),
-                                  std::make_tuple(expr), fuse::detail::streaming_of(opt...));
+                                  std::tuple<const E&>(expr), fuse::detail::streaming_of(opt...));
   }
 }
 

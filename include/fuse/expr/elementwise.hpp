@@ -74,9 +74,13 @@ scalar_expr<T> adopt_scalar(S v, const char* op_name) {
   else return {static_cast<T>(v)};
 }
 
+/// An operand as a node: an expression node passes through by reference (make_map copies it
+/// once, into its slot), anything else is converted.
 template <element T, class X>
-auto operand(X&& x, const char* op_name) {
+decltype(auto) operand(X&& x, const char* op_name) {
   if constexpr (arithmetic_scalar<X>) return adopt_scalar<T>(x, op_name);
+  else if constexpr (expression<std::remove_cvref_t<X>> && !is_tensor_view<std::remove_cvref_t<X>>::value)
+    return static_cast<X&&>(x);
   else return as_expr(static_cast<X&&>(x));
 }
 
@@ -84,10 +88,12 @@ auto operand(X&& x, const char* op_name) {
 
 /// Builds the node of `op` over already-converted operand nodes, checking dtypes (compile time)
 /// and shapes (compile time when static, else run time).
-template <class Op, expression... A>
-map_expr<Op, A...> make_map(Op op, const A&... a) {
-  Op::template check<Op, typename A::value_type...>();
-  return map_expr<Op, A...>{op, tuple<A...>(a...), broadcast_shapes<Op>(Op::name, a.shape()...)};
+template <class Op, class... A>
+  requires(expression<std::remove_cvref_t<A>> && ...)
+map_expr<Op, std::remove_cvref_t<A>...> make_map(Op op, A&&... a) {
+  Op::template check<Op, typename std::remove_cvref_t<A>::value_type...>();
+  const auto shape = broadcast_shapes<Op>(Op::name, a.shape()...);
+  return {op, tuple<std::remove_cvref_t<A>...>(static_cast<A&&>(a)...), shape};
 }
 
 /// Builds `op` over user arguments: expressions, tensors, views, viewable containers, scalars.
@@ -170,14 +176,14 @@ auto clip(A&& a, double a_min, double a_max) {
 /// cast<To>(x), Relay's cast(x, dtype=...): see fuse/expr/convert.hpp for the rules.
 template <element To, expr_operand A>
 auto cast(A&& a) {
-  return make_map(ops::cast<To>{}, as_expr(static_cast<A&&>(a)));
+  return make_map(ops::cast<To>{}, detail::operand<To>(static_cast<A&&>(a), "cast"));
 }
 /// where(cond, a, b): cond bool; scalars among a and b adopt the dtype of the other.
 template <expr_operand C, class A, class B>
   requires((expr_operand<A> || arithmetic_scalar<A>) && (expr_operand<B> || arithmetic_scalar<B>))
 auto where(C&& c, A&& a, B&& b) {
   using T = detail::adopted_dtype_t<A, B>;
-  return make_map(ops::where{}, as_expr(static_cast<C&&>(c)), detail::operand<T>(static_cast<A&&>(a), "where"),
+  return make_map(ops::where{}, detail::operand<bool>(static_cast<C&&>(c), "where"), detail::operand<T>(static_cast<A&&>(a), "where"),
                   detail::operand<T>(static_cast<B&&>(b), "where"));
 }
 

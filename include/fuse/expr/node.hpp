@@ -31,7 +31,11 @@ struct tuple_base;
 template <std::size_t... I, class... T>
 struct tuple_base<std::index_sequence<I...>, T...> : tuple_slot<I, T>... {
   constexpr tuple_base() = default;
-  FUSE_HD constexpr tuple_base(T... v) : tuple_slot<I, T>{static_cast<T&&>(v)}... {}
+  // Forwarding, so that a child reaches its slot in one copy (a tree is rebuilt at every call
+  // of a cell; by-value parameters copied each child twice per level).
+  template <class... U>
+    requires(sizeof...(U) == sizeof...(T) && (std::is_constructible_v<T, U &&> && ...))
+  FUSE_HD constexpr tuple_base(U&&... v) : tuple_slot<I, T>{static_cast<U&&>(v)}... {}
 };
 }  // namespace detail
 

@@ -338,15 +338,17 @@ auto split(X&& x_, index_t axis = 0) {
   if (in[a] % static_cast<index_t>(N) != 0)
     throw_shape_error("split: axis ", axis, " of shape ", in, " (extent ", in[a], ") does not divide into ", N, " equal sections");
   const index_t part = in[a] / static_cast<index_t>(N);
-  using V = decltype(detail::slice_axes(x, std::declval<const slice_axis(&)[R]>()));
-  std::array<V, N> parts;
-  for (std::size_t i = 0; i < N; ++i) {
+  // Each part built in place (a cell rebuilds its split at every call; default-constructing
+  // the array and assigning copied every part once more).
+  const auto make_part = [&](std::size_t i) {
     slice_axis sl[R];
     for (std::size_t d = 0; d < R; ++d) sl[d] = slice_axis{0, 1, in[d]};
     sl[a] = slice_axis{static_cast<index_t>(i) * part, 1, part};
-    parts[i] = detail::slice_axes(x, sl);
-  }
-  return parts;
+    return detail::slice_axes(x, sl);
+  };
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::array<decltype(make_part(0)), N>{make_part(I)...};
+  }(std::make_index_sequence<N>{});
 }
 
 /// split(x, indices, axis): N+1 parts cut before each index (Relay's indices_or_sections=[...]).
