@@ -26,7 +26,7 @@ require_packages() {
 }
 
 # Packages every build needs.
-FUSE_BASE_PACKAGES=(cmake g++ make ninja-build libeigen3-dev libxsimd-dev doctest-dev)
+FUSE_BASE_PACKAGES=(cmake g++ make ninja-build libeigen3-dev libxsimd-dev doctest-dev nlohmann-json3-dev)
 
 # jobs: how many compile jobs this machine takes without running out of memory (each
 # translation unit of the tests takes ~1.5 GB at most).

@@ -4,7 +4,7 @@
 set -euo pipefail
 src=$1 scratch=$2
 rm -rf "$scratch" && mkdir -p "$scratch"
-cmake -S "$src" -B "$scratch/build" -DFUSE_BUILD_TESTS=OFF -DFUSE_BUILD_EXAMPLES=OFF -DFUSE_CUDA=OFF >/dev/null
+cmake -S "$src" -B "$scratch/build" -DFUSE_BUILD_TESTS=OFF -DFUSE_BUILD_EXAMPLES=OFF -DFUSE_BUILD_TOOLS=OFF -DFUSE_CUDA=OFF >/dev/null
 cmake --install "$scratch/build" --prefix "$scratch/prefix" >/dev/null
 cmake -S "$src/tests/install" -B "$scratch/consumer" -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/consumer" >/dev/null

@@ -1,0 +1,784 @@
+// The reference interpreter: runs a type-checked Relay module op by op, in double precision for
+// floating dtypes and exact, wrapping integer arithmetic for integer dtypes. `fuse-relay check`
+// compares the generated header against it; it is also an API of its own.
+//
+// Elementwise ops use the `reference` functions of fuse's op table (fuse/expr/ops.hpp), so the
+// interpreter and the library agree on every edge the docs fix (integer division by zero, the
+// rounding of ties, saturating casts); everything else (views, contractions, reductions, qnn)
+// is written here from Relay's definitions. float32 values keep double precision (as
+// fuse::reference does); float16/bfloat16 values are rounded after every op.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "fuse/core/half.hpp"
+#include "fuse/expr/ops.hpp"
+#include "fuse/relay/ir.hpp"
+#include "fuse/relay/ops.hpp"
+
+namespace fuse::relay {
+
+/// A runtime value: a tensor (row-major; floating elements in `f`, integer and bool elements
+/// in `i`) or a tuple of values.
+struct value {
+  bool is_tuple = false;
+  std::vector<value> fields;
+  relay::dtype dt{};
+  std::vector<std::int64_t> shape;
+  std::vector<double> f;
+  std::vector<std::int64_t> i;
+
+  static value tensor(relay::dtype dt, std::vector<std::int64_t> shape) {
+    value v;
+    v.dt = dt;
+    v.shape = std::move(shape);
+    const std::size_t n = static_cast<std::size_t>(v.count());
+    if (dt.is_float()) v.f.assign(n, 0.0);
+    else v.i.assign(n, 0);
+    return v;
+  }
+  static value tuple(std::vector<value> fields) {
+    value v;
+    v.is_tuple = true;
+    v.fields = std::move(fields);
+    return v;
+  }
+  std::int64_t count() const {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    return n;
+  }
+  bool floating() const { return dt.is_float(); }
+  double as_double(std::size_t k) const { return floating() ? f[k] : static_cast<double>(i[k]); }
+};
+
+namespace interp {
+
+/// Two's-complement wrap of x to the integer dtype d (bool: x != 0).
+inline std::int64_t wrap(std::int64_t x, dtype d) {
+  if (d.is_bool()) return x != 0;
+  if (d.bits >= 64) return x;
+  const auto u = static_cast<std::uint64_t>(x) & ((std::uint64_t{1} << d.bits) - 1);
+  if (d.is_int() && (u >> (d.bits - 1)) & 1) return static_cast<std::int64_t>(u | ~((std::uint64_t{1} << d.bits) - 1));
+  return static_cast<std::int64_t>(u);
+}
+
+/// A double held in floating dtype d: float16/bfloat16 rounded; float32 kept in double
+/// precision but overflowing where float32 would.
+inline double hold(double v, dtype d) {
+  if (d.bits == 16 && d.code == dtype::float_code) return static_cast<double>(static_cast<float>(fuse::half(static_cast<float>(v))));
+  if (d.code == dtype::bfloat_code) return static_cast<double>(static_cast<float>(fuse::bfloat16(static_cast<float>(v))));
+  if (d.bits == 32) {
+    constexpr double overflow = 0x1.ffffffp127;
+    if (v >= overflow) return std::numeric_limits<double>::infinity();
+    if (v <= -overflow) return -std::numeric_limits<double>::infinity();
+  }
+  return v;
+}
+
+/// Converts element k of v to dtype `to` (fuse's cast semantics: docs/ops.md).
+inline void convert(const value& v, std::size_t k, value& out, std::size_t o) {
+  const dtype to = out.dt;
+  if (to.is_float()) {
+    out.f[o] = hold(v.as_double(k), to);
+    return;
+  }
+  if (to.is_bool()) {
+    out.i[o] = v.floating() ? (v.f[k] != 0 || std::isnan(v.f[k])) : v.i[k] != 0;
+    return;
+  }
+  if (!v.floating()) {
+    out.i[o] = wrap(v.i[k], to);
+    return;
+  }
+  const double x = v.f[k];
+  double lo, hi;  // the target's range
+  if (to.is_int()) lo = -std::ldexp(1.0, to.bits - 1), hi = std::ldexp(1.0, to.bits - 1) - 1;
+  else lo = 0, hi = std::ldexp(1.0, to.bits) - 1;
+  if (std::isnan(x)) out.i[o] = 0;
+  else if (x <= lo) out.i[o] = to.is_int() && to.bits == 64 ? std::numeric_limits<std::int64_t>::min() : static_cast<std::int64_t>(lo);
+  else if (x >= hi + 1) out.i[o] = to.bits >= 63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(hi);
+  else out.i[o] = static_cast<std::int64_t>(std::trunc(x));
+}
+
+inline std::vector<std::int64_t> strides_of(const std::vector<std::int64_t>& shape) {
+  std::vector<std::int64_t> s(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+/// Strides of `in` broadcast to `out` (0 on broadcast axes).
+inline std::vector<std::int64_t> broadcast_strides(const std::vector<std::int64_t>& in, const std::vector<std::int64_t>& out) {
+  const std::vector<std::int64_t> s = strides_of(in);
+  std::vector<std::int64_t> b(out.size(), 0);
+  const std::size_t off = out.size() - in.size();
+  for (std::size_t d = 0; d < in.size(); ++d) b[off + d] = in[d] == 1 ? 0 : s[d];
+  return b;
+}
+
+/// Calls f(output index, input offsets...) over out's shape with inputs broadcast.
+template <std::size_t N, class F>
+void for_each_broadcast(const std::vector<std::int64_t>& out, const std::vector<std::int64_t>* const (&ins)[N], F&& f) {
+  std::vector<std::int64_t> bs[N];
+  for (std::size_t a = 0; a < N; ++a) bs[a] = broadcast_strides(*ins[a], out);
+  std::int64_t total = 1;
+  for (std::int64_t d : out) total *= d;
+  std::vector<std::int64_t> idx(out.size(), 0);
+  std::size_t off[N] = {};
+  for (std::int64_t k = 0; k < total; ++k) {
+    f(static_cast<std::size_t>(k), off);
+    for (std::size_t d = out.size(); d-- > 0;) {
+      for (std::size_t a = 0; a < N; ++a) off[a] += static_cast<std::size_t>(bs[a][d]);
+      if (++idx[d] < out[d]) break;
+      for (std::size_t a = 0; a < N; ++a) off[a] -= static_cast<std::size_t>(bs[a][d] * out[d]);
+      idx[d] = 0;
+    }
+  }
+}
+
+}  // namespace interp
+
+/// Runs definitions of a type-checked module.
+class interpreter {
+ public:
+  explicit interpreter(const module& m) : m_(m) {}
+
+  /// Runs @name on `inputs` (one per parameter, in order) and returns its result.
+  value run(const std::string& name, const std::vector<value>& inputs) {
+    const definition* d = m_.find(name);
+    if (!d) throw relay::error("the module has no @" + name);
+    return call(*d->fn, inputs, 0);
+  }
+
+  /// The result as a list of tensors (a tuple result flattened, fields in order).
+  static std::vector<value> flatten(const value& v) {
+    std::vector<value> out;
+    std::vector<const value*> stack{&v};
+    while (!stack.empty()) {
+      const value* x = stack.back();
+      stack.pop_back();
+      if (!x->is_tuple) out.push_back(*x);
+      else
+        for (std::size_t k = x->fields.size(); k-- > 0;) stack.push_back(&x->fields[k]);
+    }
+    return out;
+  }
+
+  /// A tensor value as data of its dtype: floats rounded to their width (nearest even), integers
+  /// in two's complement.
+  static constant_data to_constant(const value& v) {
+    if (v.is_tuple) throw relay::error("a tuple is not a tensor");
+    constant_data c;
+    c.dt = v.dt;
+    c.shape = v.shape;
+    const std::size_t es = v.dt.bytes();
+    const auto n = static_cast<std::size_t>(v.count());
+    c.bytes.resize(n * es);
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint64_t bits = 0;
+      if (v.dt.code == dtype::float_code && v.dt.bits == 32) {
+        const float x = static_cast<float>(v.f[k]);
+        std::uint32_t u;
+        std::memcpy(&u, &x, 4);
+        bits = u;
+      } else if (v.dt.code == dtype::float_code && v.dt.bits == 64) {
+        std::memcpy(&bits, &v.f[k], 8);
+      } else if (v.dt.code == dtype::float_code && v.dt.bits == 16) {
+        bits = fuse::half(static_cast<float>(v.f[k])).bits();
+      } else if (v.dt.code == dtype::bfloat_code) {
+        bits = fuse::bfloat16(static_cast<float>(v.f[k])).bits();
+      } else {
+        bits = static_cast<std::uint64_t>(v.i[k]);
+      }
+      for (std::size_t b = 0; b < es && b < 8; ++b) c.bytes[k * es + b] = static_cast<unsigned char>(bits >> (8 * b));
+    }
+    return c;
+  }
+
+  static value from_constant(const constant_data& c) {
+    value v = value::tensor(c.dt, c.shape);
+    const std::size_t n = static_cast<std::size_t>(v.count());
+    const std::size_t es = c.dt.bytes();
+    for (std::size_t k = 0; k < n; ++k) {
+      const unsigned char* p = c.bytes.data() + k * es;
+      std::uint64_t bits = 0;
+      for (std::size_t b = 0; b < es && b < 8; ++b) bits |= static_cast<std::uint64_t>(p[b]) << (8 * b);
+      if (c.dt.code == dtype::float_code && c.dt.bits == 32) {
+        float x;
+        const auto u = static_cast<std::uint32_t>(bits);
+        std::memcpy(&x, &u, 4);
+        v.f[k] = x;
+      } else if (c.dt.code == dtype::float_code && c.dt.bits == 64) {
+        double x;
+        std::memcpy(&x, &bits, 8);
+        v.f[k] = x;
+      } else if (c.dt.code == dtype::float_code && c.dt.bits == 16) {
+        v.f[k] = static_cast<double>(static_cast<float>(fuse::half::from_bits(static_cast<std::uint16_t>(bits))));
+      } else if (c.dt.code == dtype::bfloat_code) {
+        v.f[k] = static_cast<double>(static_cast<float>(fuse::bfloat16::from_bits(static_cast<std::uint16_t>(bits))));
+      } else {
+        v.i[k] = interp::wrap(static_cast<std::int64_t>(bits), c.dt);
+      }
+    }
+    return v;
+  }
+
+ private:
+  static constexpr int max_call_depth = 256;
+
+  value call(const expr& fn, const std::vector<value>& args, int depth) {
+    if (depth > max_call_depth) throw m_.error_at(fn.at, "calls nested deeper than " + std::to_string(max_call_depth));
+    if (args.size() != fn.args.size())
+      throw m_.error_at(fn.at, "the function takes " + std::to_string(fn.args.size()) + " arguments, not " + std::to_string(args.size()));
+    std::unordered_map<const expr*, value> env;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      const type& t = fn.args[k]->checked.known() ? fn.args[k]->checked : fn.args[k]->annotated;
+      if (t.is_tensor() && !args[k].is_tuple && (t.shape.size() != args[k].shape.size() || !(t.dt == args[k].dt)))
+        throw m_.error_at(fn.args[k]->at, "input %" + fn.args[k]->name + " must be " + t.str());
+      env[fn.args[k]] = args[k];
+    }
+    return eval(fn.body, env, depth);
+  }
+
+  /// Evaluates e in env, iteratively over the bindings (printed programs are deep chains).
+  value eval(const expr* root, std::unordered_map<const expr*, value>& env, int depth) {
+    std::vector<std::pair<const expr*, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (env.count(e)) continue;
+      if (!expanded) {
+        stack.push_back({e, true});
+        if (e->kind == expr_kind::let) {
+          // The value first, bound to the variable, then the body.
+          if (!env.count(e->args[1])) {
+            stack.push_back({e->args[1], false});
+          }
+          continue;
+        }
+        if (e->kind == expr_kind::if_else) {
+          if (!env.count(e->args[0])) stack.push_back({e->args[0], false});
+          continue;
+        }
+        if (e->kind == expr_kind::function) continue;  // a closure value: evaluated when called
+        for (const expr* c : e->args)
+          if (!env.count(c)) stack.push_back({c, false});
+        if (e->kind == expr_kind::call && e->callee->kind != expr_kind::op && e->callee->kind != expr_kind::global &&
+            e->callee->kind != expr_kind::function && !env.count(e->callee))
+          stack.push_back({e->callee, false});
+        continue;
+      }
+      switch (e->kind) {
+        case expr_kind::let: {
+          if (!env.count(e->args[0])) env[e->args[0]] = env.at(e->args[1]);
+          if (!env.count(e->args[2])) {
+            stack.push_back({e, true});
+            stack.push_back({e->args[2], false});
+            continue;
+          }
+          env[e] = env.at(e->args[2]);
+          break;
+        }
+        case expr_kind::if_else: {
+          const value& c = env.at(e->args[0]);
+          const bool t = c.floating() ? c.f.at(0) != 0 : c.i.at(0) != 0;
+          const expr* branch = e->args[t ? 1 : 2];
+          if (!env.count(branch)) {
+            stack.push_back({e, true});
+            stack.push_back({branch, false});
+            continue;
+          }
+          env[e] = env.at(branch);
+          break;
+        }
+        default: env[e] = compute(*e, env, depth);
+      }
+    }
+    return env.at(root);
+  }
+
+  value compute(const expr& e, std::unordered_map<const expr*, value>& env, int depth) {
+    switch (e.kind) {
+      case expr_kind::var: throw m_.error_at(e.at, "%" + e.name + " has no value here");
+      case expr_kind::constant:
+        if (!e.data) throw m_.error_at(e.at, "this constant's data is unknown (no metadata section): give it as an input");
+        return from_constant(*e.data);
+      case expr_kind::tuple: {
+        std::vector<value> f;
+        for (const expr* a : e.args) f.push_back(env.at(a));
+        return value::tuple(std::move(f));
+      }
+      case expr_kind::tuple_get: return env.at(e.args[0]).fields.at(static_cast<std::size_t>(e.index));
+      case expr_kind::call: {
+        std::vector<value> args;
+        for (const expr* a : e.args) args.push_back(env.at(a));
+        if (e.callee->kind == expr_kind::op) return apply_op(e, args);
+        if (e.callee->kind == expr_kind::global) return call(*m_.find(e.callee->name)->fn, args, depth + 1);
+        if (e.callee->kind == expr_kind::function) return call(*e.callee, args, depth + 1);
+        throw m_.error_at(e.at, "calling a closure held in a variable is not supported by the interpreter");
+      }
+      default: throw m_.error_at(e.at, "the interpreter cannot evaluate this expression");
+    }
+  }
+
+  // ---- ops ---------------------------------------------------------------------------------------
+
+  template <class Op>
+  static value unary(const Op& op, const value& a, dtype out) {
+    value r = value::tensor(out, a.shape);
+    for (std::size_t k = 0; k < r.f.size() + r.i.size(); ++k) {
+      if (a.floating()) r.f[k] = interp::hold(op.reference(a.f[k]), out);
+      else if constexpr (requires { op.reference(std::int64_t{}); }) r.i[k] = interp::wrap(op.reference(a.i[k]), out);
+    }
+    return r;
+  }
+
+  template <class Op>
+  static value binary(const Op& op, const value& a, const value& b, const type& t) {
+    value r = value::tensor(t.dt, t.shape);
+    const std::vector<std::int64_t>* ins[2] = {&a.shape, &b.shape};
+    interp::for_each_broadcast<2>(t.shape, ins, [&](std::size_t k, const std::size_t* off) {
+      if (a.floating()) {
+        const auto v = op.reference(a.f[off[0]], b.f[off[1]]);
+        if (r.floating()) r.f[k] = interp::hold(static_cast<double>(v), t.dt);
+        else r.i[k] = static_cast<std::int64_t>(v);
+      } else if constexpr (requires { op.reference(std::int64_t{}, std::int64_t{}); }) {
+        r.i[k] = interp::wrap(static_cast<std::int64_t>(op.reference(a.i[off[0]], b.i[off[1]])), t.dt);
+      }
+    });
+    return r;
+  }
+
+  value apply_op(const expr& e, const std::vector<value>& args) {
+    const std::string& name = e.callee->name;
+    const op_def* d = find_op(name);
+    if (!d) throw m_.error_at(e.callee->at, "unsupported op " + name);
+    std::vector<type> at;
+    for (const expr* a : e.args) at.push_back(a->checked);
+    const op_call c(m_, e, *d, at);
+    const type& t = e.checked;
+    // Elementwise ops of fuse's table.
+    if (name == "sigmoid") return unary(ops::sigmoid{}, args[0], t.dt);
+    if (name == "tanh" || name == "fast_tanh") return unary(ops::tanh{}, args[0], t.dt);
+    if (name == "exp" || name == "fast_exp") return unary(ops::exp{}, args[0], t.dt);
+    if (name == "log") return unary(ops::log{}, args[0], t.dt);
+    if (name == "sqrt") return unary(ops::sqrt{}, args[0], t.dt);
+    if (name == "rsqrt") return unary(ops::rsqrt{}, args[0], t.dt);
+    if (name == "erf" || name == "fast_erf") return unary(ops::erf{}, args[0], t.dt);
+    if (name == "round") return unary(ops::round{}, args[0], t.dt);
+    if (name == "floor") return unary(ops::floor{}, args[0], t.dt);
+    if (name == "ceil") return unary(ops::ceil{}, args[0], t.dt);
+    if (name == "trunc") return unary(ops::trunc{}, args[0], t.dt);
+    if (name == "abs") return unary(ops::abs{}, args[0], t.dt);
+    if (name == "negative") return unary(ops::negative{}, args[0], t.dt);
+    if (name == "sign") return unary(ops::sign{}, args[0], t.dt);
+    if (name == "nn.relu") return unary(ops::relu{}, args[0], t.dt);
+    if (name == "logical_not") return unary(ops::logical_not{}, args[0], t.dt);
+    if (name == "nn.leaky_relu") {
+      ops::leaky_relu op;
+      op.alpha = c.real("alpha");
+      return unary(op, args[0], t.dt);
+    }
+    if (name == "clip") {
+      ops::clip op;
+      op.a_min = c.real("a_min");
+      op.a_max = c.real("a_max");
+      return unary(op, args[0], t.dt);
+    }
+    if (name == "copy" || name == "annotation.stop_fusion" || name == "on_device" || name == "device_copy") return args[0];
+    if (name == "zeros_like" || name == "ones_like") {
+      value r = value::tensor(t.dt, t.shape);
+      std::fill(r.f.begin(), r.f.end(), name == "ones_like" ? 1.0 : 0.0);
+      std::fill(r.i.begin(), r.i.end(), name == "ones_like" ? 1 : 0);
+      return r;
+    }
+    if (name == "cast") {
+      value r = value::tensor(t.dt, t.shape);
+      for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) interp::convert(args[0], k, r, k);
+      return r;
+    }
+    if (name == "add") return binary(ops::add{}, args[0], args[1], t);
+    if (name == "subtract") return binary(ops::subtract{}, args[0], args[1], t);
+    if (name == "multiply") return binary(ops::multiply{}, args[0], args[1], t);
+    if (name == "divide") return binary(ops::divide{}, args[0], args[1], t);
+    if (name == "power") return binary(ops::power{}, args[0], args[1], t);
+    if (name == "maximum") return binary(ops::maximum{}, args[0], args[1], t);
+    if (name == "minimum") return binary(ops::minimum{}, args[0], args[1], t);
+    if (name == "equal") return binary(ops::equal{}, args[0], args[1], t);
+    if (name == "not_equal") return binary(ops::not_equal{}, args[0], args[1], t);
+    if (name == "less") return binary(ops::less{}, args[0], args[1], t);
+    if (name == "less_equal") return binary(ops::less_equal{}, args[0], args[1], t);
+    if (name == "greater") return binary(ops::greater{}, args[0], args[1], t);
+    if (name == "greater_equal") return binary(ops::greater_equal{}, args[0], args[1], t);
+    if (name == "logical_and") return binary(ops::logical_and{}, args[0], args[1], t);
+    if (name == "logical_or") return binary(ops::logical_or{}, args[0], args[1], t);
+    if (name == "logical_xor") return binary(ops::logical_xor{}, args[0], args[1], t);
+    if (name == "where") return where(args, t);
+    if (name == "nn.bias_add") return bias_add(c, args, t);
+    if (name == "nn.dense") return matmul(args[0], args[1], false, true, t);
+    if (name == "nn.matmul") return matmul(args[0], args[1], c.boolean("transpose_a"), c.boolean("transpose_b"), t);
+    if (name == "nn.batch_matmul") return batch_matmul(args[0], args[1], c.boolean("transpose_a"), c.boolean("transpose_b"), t);
+    if (name == "reshape" || name == "squeeze" || name == "expand_dims") {
+      value r = args[0];
+      r.shape = t.shape;
+      return r;
+    }
+    if (name == "transpose") return transpose(c, args[0], t);
+    if (name == "split") return split(c, args[0], t);
+    if (name == "concatenate") return concatenate(c, args[0], t);
+    if (name == "strided_slice") return strided_slice(c, args[0], t);
+    if (name == "take") return take(c, args[0], args[1], t);
+    if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "prod") return reduce(c, name, args[0], t);
+    if (name == "nn.softmax" || name == "nn.log_softmax") return softmax(c, args[0], name == "nn.log_softmax");
+    if (name == "nn.layer_norm") return layer_norm(c, args);
+    if (name == "nn.batch_norm") return batch_norm(c, args, t);
+    if (name == "nn.dropout") {
+      value mask = value::tensor(args[0].dt, args[0].shape);
+      std::fill(mask.f.begin(), mask.f.end(), 1.0);
+      std::fill(mask.i.begin(), mask.i.end(), 1);
+      return value::tuple({args[0], mask});
+    }
+    throw m_.error_at(e.at, "the interpreter does not run " + name + " yet (legalize it first)");
+  }
+
+  static value where(const std::vector<value>& a, const type& t) {
+    value r = value::tensor(t.dt, t.shape);
+    const std::vector<std::int64_t>* ins[3] = {&a[0].shape, &a[1].shape, &a[2].shape};
+    interp::for_each_broadcast<3>(t.shape, ins, [&](std::size_t k, const std::size_t* off) {
+      const bool cond = a[0].floating() ? a[0].f[off[0]] != 0 : a[0].i[off[0]] != 0;
+      const value& src = cond ? a[1] : a[2];
+      const std::size_t o = cond ? off[1] : off[2];
+      if (r.floating()) r.f[k] = src.f[o];
+      else r.i[k] = src.i[o];
+    });
+    return r;
+  }
+
+  static value bias_add(const op_call& c, const std::vector<value>& a, const type& t) {
+    const std::int64_t ax = c.axis(c.integer("axis"), static_cast<std::int64_t>(t.shape.size()));
+    std::vector<std::int64_t> bshape(t.shape.size() - static_cast<std::size_t>(ax), 1);
+    bshape[0] = t.shape[static_cast<std::size_t>(ax)];
+    value b = a[1];
+    b.shape = bshape;
+    return binary(ops::add{}, a[0], b, t);
+  }
+
+  /// C[i, j] = sum_k A[i, k] B[k, j] over 2-d views with transposes, leading axes of A kept.
+  static value matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
+    value r = value::tensor(t.dt, t.shape);
+    const std::int64_t n = t.shape.back();
+    const std::int64_t k = ta ? a.shape.front() : a.shape.back();
+    const std::int64_t m = r.count() / std::max<std::int64_t>(n, 1);
+    const bool fl = a.floating();
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double sf = 0;
+        std::int64_t si = 0;
+        for (std::int64_t q = 0; q < k; ++q) {
+          const auto ia = static_cast<std::size_t>(ta ? q * m + i : i * k + q);
+          const auto ib = static_cast<std::size_t>(tb ? j * k + q : q * n + j);
+          if (fl) sf += a.f[ia] * b.f[ib];
+          else si += a.i[ia] * b.i[ib];
+        }
+        const auto o = static_cast<std::size_t>(i * n + j);
+        if (r.floating()) r.f[o] = interp::hold(fl ? sf : static_cast<double>(si), t.dt);
+        else r.i[o] = interp::wrap(si, t.dt);
+      }
+    return r;
+  }
+
+  static value batch_matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
+    value r = value::tensor(t.dt, t.shape);
+    const std::int64_t batch = t.shape[0], m = t.shape[1], n = t.shape[2];
+    const std::int64_t k = ta ? a.shape[1] : a.shape[2];
+    const bool fl = a.floating();
+    for (std::int64_t p = 0; p < batch; ++p) {
+      const std::int64_t pa = a.shape[0] == 1 ? 0 : p, pb = b.shape[0] == 1 ? 0 : p;
+      for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+          double sf = 0;
+          std::int64_t si = 0;
+          for (std::int64_t q = 0; q < k; ++q) {
+            const auto ia = static_cast<std::size_t>(pa * m * k + (ta ? q * m + i : i * k + q));
+            const auto ib = static_cast<std::size_t>(pb * n * k + (tb ? j * k + q : q * n + j));
+            if (fl) sf += a.f[ia] * b.f[ib];
+            else si += a.i[ia] * b.i[ib];
+          }
+          const auto o = static_cast<std::size_t>((p * m + i) * n + j);
+          if (r.floating()) r.f[o] = interp::hold(fl ? sf : static_cast<double>(si), t.dt);
+          else r.i[o] = interp::wrap(si, t.dt);
+        }
+    }
+    return r;
+  }
+
+  /// out[idx] = in[map(idx)] for a view given as a function from output to input offset.
+  template <class F>
+  static value gather(const value& in, const type& t, F&& input_offset) {
+    value r = value::tensor(t.dt, t.shape);
+    std::vector<std::int64_t> idx(t.shape.size(), 0);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) {
+      const auto o = static_cast<std::size_t>(input_offset(idx));
+      if (r.floating()) r.f[k] = in.f[o];
+      else r.i[k] = in.i[o];
+      for (std::size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < t.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    return r;
+  }
+
+  static value transpose(const op_call& c, const value& x, const type& t) {
+    const std::int64_t rnk = static_cast<std::int64_t>(x.shape.size());
+    std::vector<std::int64_t> axes;
+    if (c.is_none("axes")) for (std::int64_t d = rnk - 1; d >= 0; --d) axes.push_back(d);
+    else for (std::int64_t a : c.integers("axes")) axes.push_back(c.axis(a, rnk));
+    const auto s = interp::strides_of(x.shape);
+    return gather(x, t, [&](const std::vector<std::int64_t>& idx) {
+      std::int64_t o = 0;
+      for (std::size_t d = 0; d < idx.size(); ++d) o += idx[d] * s[static_cast<std::size_t>(axes[d])];
+      return o;
+    });
+  }
+
+  static value split(const op_call& c, const value& x, const type& t) {
+    const std::size_t ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
+    const auto s = interp::strides_of(x.shape);
+    std::vector<value> parts;
+    std::int64_t begin = 0;
+    for (const type& p : t.fields) {
+      parts.push_back(gather(x, p, [&](const std::vector<std::int64_t>& idx) {
+        std::int64_t o = 0;
+        for (std::size_t d = 0; d < idx.size(); ++d) o += (idx[d] + (d == ax ? begin : 0)) * s[d];
+        return o;
+      }));
+      begin += p.shape[ax];
+    }
+    return value::tuple(std::move(parts));
+  }
+
+  static value concatenate(const op_call& c, const value& tup, const type& t) {
+    const std::size_t ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(t.shape.size())));
+    value r = value::tensor(t.dt, t.shape);
+    const auto rs = interp::strides_of(t.shape);
+    std::int64_t at = 0;
+    for (const value& f : tup.fields) {
+      std::vector<std::int64_t> idx(f.shape.size(), 0);
+      for (std::size_t k = 0; k < static_cast<std::size_t>(f.count()); ++k) {
+        std::int64_t o = 0;
+        for (std::size_t d = 0; d < idx.size(); ++d) o += (idx[d] + (d == ax ? at : 0)) * rs[d];
+        if (r.floating()) r.f[static_cast<std::size_t>(o)] = f.f[k];
+        else r.i[static_cast<std::size_t>(o)] = f.i[k];
+        for (std::size_t d = idx.size(); d-- > 0;) {
+          if (++idx[d] < f.shape[d]) break;
+          idx[d] = 0;
+        }
+      }
+      at += f.shape[ax];
+    }
+    return r;
+  }
+
+  static value strided_slice(const op_call& c, const value& x, const type& t) {
+    const std::int64_t rnk = static_cast<std::int64_t>(x.shape.size());
+    const auto begin = c.integers("begin");
+    const std::vector<std::int64_t> strides = c.is_none("strides") ? std::vector<std::int64_t>{1} : c.integers("strides");
+    std::vector<std::int64_t> axes;
+    if (c.is_none("axes")) for (std::int64_t i = 0; i < static_cast<std::int64_t>(begin.size()); ++i) axes.push_back(i);
+    else axes = c.integers("axes");
+    const bool size_mode = c.string("slice_mode") == "size";
+    std::vector<std::int64_t> b(static_cast<std::size_t>(rnk), 0), st(static_cast<std::size_t>(rnk), 1);
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const auto a = static_cast<std::size_t>(c.axis(axes[i], rnk));
+      const std::int64_t n = x.shape[a];
+      const std::int64_t s = size_mode ? 1 : (i < strides.size() ? strides[i] : strides.back());
+      std::int64_t v = begin[i] < 0 ? begin[i] + n : begin[i];
+      v = s > 0 ? std::clamp<std::int64_t>(v, 0, n) : std::clamp<std::int64_t>(v, -1, n - 1);
+      b[a] = v;
+      st[a] = s;
+    }
+    const auto xs = interp::strides_of(x.shape);
+    return gather(x, t, [&](const std::vector<std::int64_t>& idx) {
+      std::int64_t o = 0;
+      for (std::size_t d = 0; d < idx.size(); ++d) o += (b[d] + idx[d] * st[d]) * xs[d];
+      return o;
+    });
+  }
+
+  static value take(const op_call& c, const value& data, const value& ind, const type& t) {
+    const std::string mode = c.string("mode");
+    const bool flat = c.is_none("axis");
+    const std::size_t ax = flat ? 0 : static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(data.shape.size())));
+    const std::int64_t extent = flat ? data.count() : data.shape[ax];
+    const auto ds = interp::strides_of(data.shape);
+    const auto is = interp::strides_of(ind.shape);
+    const std::size_t ir = ind.shape.size();
+    return gather(data, t, [&](const std::vector<std::int64_t>& idx) {
+      std::int64_t io = 0;
+      for (std::size_t d = 0; d < ir; ++d) io += idx[(flat ? 0 : ax) + d] * is[d];
+      std::int64_t j = ind.i[static_cast<std::size_t>(io)];
+      if (mode == "wrap") j = extent ? ((j % extent) + extent) % extent : 0;
+      else j = std::clamp<std::int64_t>(j, 0, std::max<std::int64_t>(extent - 1, 0));
+      if (flat) return j;
+      std::int64_t o = 0;
+      for (std::size_t d = 0; d < ax; ++d) o += idx[d] * ds[d];
+      o += j * ds[ax];
+      for (std::size_t d = ax + 1; d < data.shape.size(); ++d) o += idx[d + ir - 1] * ds[d];
+      return o;
+    });
+  }
+
+  static value reduce(const op_call& c, const std::string& name, const value& x, const type& t) {
+    const std::int64_t rnk = static_cast<std::int64_t>(x.shape.size());
+    std::vector<bool> red(static_cast<std::size_t>(rnk), c.is_none("axis"));
+    if (!c.is_none("axis"))
+      for (std::int64_t a : c.integers("axis")) red[static_cast<std::size_t>(c.axis(a, rnk))] = true;
+    if (c.boolean("exclude")) red.flip();
+    // Output index of each input element: the kept axes in order.
+    std::vector<std::int64_t> kept_shape;
+    for (std::int64_t d = 0; d < rnk; ++d)
+      if (!red[static_cast<std::size_t>(d)]) kept_shape.push_back(x.shape[static_cast<std::size_t>(d)]);
+    const auto ks = interp::strides_of(kept_shape);
+    std::int64_t outn = 1;
+    for (std::int64_t d : kept_shape) outn *= d;
+    const std::int64_t per = outn ? x.count() / outn : 0;
+    const bool fl = x.floating();
+    std::vector<double> accf(static_cast<std::size_t>(outn));
+    std::vector<std::int64_t> acci(static_cast<std::size_t>(outn));
+    const double init_f = name == "prod" ? 1.0 : name == "max" ? -INFINITY : name == "min" ? INFINITY : 0.0;
+    std::int64_t init_i = name == "prod" ? 1 : 0;
+    if (name == "max") init_i = interp::wrap(std::int64_t{1} << (x.dt.bits - 1), x.dt);  // the lowest value
+    if (name == "min") init_i = interp::wrap((std::int64_t{1} << (x.dt.bits - 1)) - 1, x.dt);
+    if (x.dt.is_uint() && name == "max") init_i = 0;
+    if (x.dt.is_uint() && name == "min") init_i = x.dt.bits >= 63 ? INT64_MAX : (std::int64_t{1} << x.dt.bits) - 1;
+    std::fill(accf.begin(), accf.end(), init_f);
+    std::fill(acci.begin(), acci.end(), init_i);
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(rnk), 0);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(x.count()); ++k) {
+      std::int64_t o = 0, kd = 0;
+      for (std::int64_t d = 0; d < rnk; ++d)
+        if (!red[static_cast<std::size_t>(d)]) o += idx[static_cast<std::size_t>(d)] * ks[static_cast<std::size_t>(kd++)];
+      const auto ou = static_cast<std::size_t>(o);
+      if (fl) {
+        const double v = x.f[k];
+        double& a = accf[ou];
+        if (name == "sum" || name == "mean") a += v;
+        else if (name == "prod") a *= v;
+        else if (std::isnan(v) || std::isnan(a)) a = NAN;
+        else a = name == "max" ? std::max(a, v) : std::min(a, v);
+      } else {
+        const std::int64_t v = x.i[k];
+        std::int64_t& a = acci[ou];
+        if (name == "sum" || name == "mean") a = interp::wrap(a + v, x.dt);
+        else if (name == "prod") a = interp::wrap(a * v, x.dt);
+        else a = name == "max" ? std::max(a, v) : std::min(a, v);
+      }
+      for (std::size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < x.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    value r = value::tensor(t.dt, t.shape);
+    for (std::size_t o = 0; o < static_cast<std::size_t>(outn); ++o) {
+      if (fl) r.f[o] = interp::hold(name == "mean" ? (per ? accf[o] / static_cast<double>(per) : NAN) : accf[o], t.dt);
+      else r.i[o] = name == "mean" ? (per ? acci[o] / per : 0) : acci[o];
+    }
+    return r;
+  }
+
+  /// Applies f(row offsets base, stride, n) over every row along `axis`.
+  template <class F>
+  static void for_each_row(const std::vector<std::int64_t>& shape, std::size_t axis, F&& f) {
+    const auto s = interp::strides_of(shape);
+    const std::int64_t n = shape[axis];
+    std::int64_t outer = 1;
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      if (d != axis) outer *= shape[d];
+    std::vector<std::int64_t> idx(shape.size(), 0);
+    for (std::int64_t r = 0; r < outer; ++r) {
+      std::int64_t base = 0;
+      for (std::size_t d = 0; d < shape.size(); ++d) base += idx[d] * s[d];
+      f(base, s[axis], n);
+      for (std::size_t d = shape.size(); d-- > 0;) {
+        if (d == axis) continue;
+        if (++idx[d] < shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+  }
+
+  static value softmax(const op_call& c, const value& x, bool log) {
+    const auto ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
+    value r = x;
+    for_each_row(x.shape, ax, [&](std::int64_t base, std::int64_t st, std::int64_t n) {
+      double mx = -INFINITY;
+      for (std::int64_t q = 0; q < n; ++q) mx = std::max(mx, x.f[static_cast<std::size_t>(base + q * st)]);
+      double sum = 0;
+      for (std::int64_t q = 0; q < n; ++q) sum += std::exp(x.f[static_cast<std::size_t>(base + q * st)] - mx);
+      for (std::int64_t q = 0; q < n; ++q) {
+        const auto o = static_cast<std::size_t>(base + q * st);
+        const double v = x.f[o] - mx;
+        r.f[o] = interp::hold(log ? v - std::log(sum) : std::exp(v) / sum, x.dt);
+      }
+    });
+    return r;
+  }
+
+  static value layer_norm(const op_call& c, const std::vector<value>& a) {
+    const value& x = a[0];
+    const auto ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
+    const double eps = static_cast<double>(static_cast<float>(c.real("epsilon")));
+    const bool center = c.boolean("center"), scale = c.boolean("scale");
+    value r = x;
+    for_each_row(x.shape, ax, [&](std::int64_t base, std::int64_t st, std::int64_t n) {
+      double mean = 0, var = 0;
+      for (std::int64_t q = 0; q < n; ++q) mean += x.f[static_cast<std::size_t>(base + q * st)];
+      mean /= static_cast<double>(n);
+      for (std::int64_t q = 0; q < n; ++q) {
+        const double d = x.f[static_cast<std::size_t>(base + q * st)] - mean;
+        var += d * d;
+      }
+      var /= static_cast<double>(n);
+      for (std::int64_t q = 0; q < n; ++q) {
+        const auto o = static_cast<std::size_t>(base + q * st);
+        double v = (x.f[o] - mean) / std::sqrt(var + eps);
+        if (scale) v *= a[1].f[static_cast<std::size_t>(q)];
+        if (center) v += a[2].f[static_cast<std::size_t>(q)];
+        r.f[o] = interp::hold(v, x.dt);
+      }
+    });
+    return r;
+  }
+
+  static value batch_norm(const op_call& c, const std::vector<value>& a, const type& t) {
+    const value& x = a[0];
+    const auto ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
+    const double eps = c.real("epsilon");
+    const bool center = c.boolean("center"), scale = c.boolean("scale");
+    value r = x;
+    const auto s = interp::strides_of(x.shape);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(x.count()); ++k) {
+      const auto ch = static_cast<std::size_t>((static_cast<std::int64_t>(k) / s[ax]) % x.shape[ax]);
+      double v = (x.f[k] - a[3].f[ch]) / std::sqrt(a[4].f[ch] + eps);
+      if (scale) v *= a[1].f[ch];
+      if (center) v += a[2].f[ch];
+      r.f[k] = interp::hold(v, x.dt);
+    }
+    (void)t;
+    return value::tuple({r, a[3], a[4]});
+  }
+
+  const module& m_;
+};
+
+}  // namespace fuse::relay

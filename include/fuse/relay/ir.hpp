@@ -1,0 +1,300 @@
+// The Relay program as the frontend holds it: dtypes, types, attribute values, expression nodes
+// and the module that owns them. The parser builds it (fuse/relay/parser.hpp), type inference
+// fills in `checked`, passes rewrite it, the planner partitions it, the emitter and the
+// interpreter read it.
+//
+// One node struct for every expression kind (a tagged record, not a class hierarchy): passes
+// and the planner switch over `kind`, and a node's fields are plain data. Nodes live in the
+// module's arena and point at each other; they are never freed before the module.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "fuse/relay/source.hpp"
+
+namespace fuse::relay {
+
+// ---- dtypes -----------------------------------------------------------------------------------
+
+/// A dtype as DLPack and TVM describe it: type code, bits, lanes.
+struct dtype {
+  enum code_t : std::uint8_t { int_code = 0, uint_code = 1, float_code = 2, bfloat_code = 4, bool_code = 6 };
+  std::uint8_t code = float_code;
+  std::uint8_t bits = 32;
+  std::uint16_t lanes = 1;
+
+  static constexpr dtype float32() { return {float_code, 32, 1}; }
+  static constexpr dtype int32() { return {int_code, 32, 1}; }
+  static constexpr dtype int64() { return {int_code, 64, 1}; }
+  static constexpr dtype boolean() { return {uint_code, 1, 1}; }  // TVM's bool is uint1
+
+  bool is_bool() const { return (code == uint_code && bits == 1) || code == bool_code; }
+  bool is_float() const { return code == float_code || code == bfloat_code; }
+  bool is_int() const { return code == int_code; }
+  bool is_uint() const { return code == uint_code && !is_bool(); }
+  /// Bytes per element in a tensor's data (bool: one byte).
+  std::size_t bytes() const { return (static_cast<std::size_t>(bits) * lanes + 7) / 8; }
+
+  /// TVM's spelling: float32, int8, uint8, bool, bfloat16, float32x4.
+  std::string name() const {
+    std::string s;
+    if (is_bool()) s = "bool";
+    else {
+      s = code == int_code ? "int" : code == uint_code ? "uint" : code == float_code ? "float" : code == bfloat_code ? "bfloat" : "custom";
+      s += std::to_string(bits);
+    }
+    if (lanes != 1) s += "x" + std::to_string(lanes);
+    return s;
+  }
+  /// Parses TVM's spelling; nullopt when it is not a dtype name.
+  static std::optional<dtype> parse(std::string_view s) {
+    if (s == "bool") return boolean();
+    dtype d;
+    std::string_view rest;
+    if (s.starts_with("uint")) d.code = uint_code, rest = s.substr(4);
+    else if (s.starts_with("int")) d.code = int_code, rest = s.substr(3);
+    else if (s.starts_with("float")) d.code = float_code, rest = s.substr(5);
+    else if (s.starts_with("bfloat")) d.code = bfloat_code, rest = s.substr(6);
+    else return std::nullopt;
+    auto number = [](std::string_view t, unsigned& out) {
+      if (t.empty() || t.size() > 5) return false;
+      out = 0;
+      for (char c : t) {
+        if (c < '0' || c > '9') return false;
+        out = out * 10 + static_cast<unsigned>(c - '0');
+      }
+      return true;
+    };
+    const std::size_t x = rest.find('x');
+    unsigned bits = 0, lanes = 1;
+    if (!number(rest.substr(0, x), bits)) return std::nullopt;
+    if (x != std::string_view::npos && !number(rest.substr(x + 1), lanes)) return std::nullopt;
+    if (bits == 0 || bits > 64 || lanes == 0 || lanes > 65535) return std::nullopt;
+    d.bits = static_cast<std::uint8_t>(bits);
+    d.lanes = static_cast<std::uint16_t>(lanes);
+    return d;
+  }
+  friend bool operator==(const dtype&, const dtype&) = default;
+};
+
+// ---- types ------------------------------------------------------------------------------------
+
+/// A Relay type. Tensor shapes use -1 for a dynamic extent (printed `?`).
+struct type {
+  enum class kind : std::uint8_t {
+    incomplete,  ///< not known (yet): `_`, or no annotation
+    tensor,      ///< Tensor[(d0, d1, ...), dtype]; a bare dtype is the 0-d tensor
+    tuple,       ///< (T0, T1, ...)
+    func,        ///< fn (T0, ...) -> R: `fields` are the parameters, `ret` holds R
+    named,       ///< an ADT or type variable, kept by name (List[A])
+  };
+  kind k = kind::incomplete;
+  std::vector<std::int64_t> shape;
+  relay::dtype dt{};
+  std::vector<type> fields;
+  std::vector<type> ret;  // 0 or 1 element (a vector: type is incomplete inside its own definition)
+  std::string name;
+
+  static type tensor(std::vector<std::int64_t> shape, relay::dtype dt) {
+    type t;
+    t.k = kind::tensor;
+    t.shape = std::move(shape);
+    t.dt = dt;
+    return t;
+  }
+  static type tuple(std::vector<type> fields) {
+    type t;
+    t.k = kind::tuple;
+    t.fields = std::move(fields);
+    return t;
+  }
+  bool is_tensor() const { return k == kind::tensor; }
+  bool known() const { return k != kind::incomplete; }
+
+  /// As TVM prints it: Tensor[(2, 3), float32], float32 (0-d), (Tensor[...], ...), fn (...) -> R.
+  std::string str() const {
+    switch (k) {
+      case kind::incomplete: return "_";
+      case kind::tensor: {
+        if (shape.empty()) return dt.name();
+        std::string s = "Tensor[(";
+        for (std::size_t i = 0; i < shape.size(); ++i) {
+          if (i) s += ", ";
+          s += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
+        }
+        return s + "), " + dt.name() + "]";
+      }
+      case kind::tuple: {
+        std::string s = "(";
+        for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? ", " : "") + fields[i].str();
+        return s + (fields.size() == 1 ? ",)" : ")");
+      }
+      case kind::func: {
+        std::string s = "fn (";
+        for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? ", " : "") + fields[i].str();
+        return s + ") -> " + (ret.empty() ? std::string("_") : ret[0].str());
+      }
+      case kind::named: return name;
+    }
+    return "_";
+  }
+  friend bool operator==(const type& a, const type& b) {
+    return a.k == b.k && a.shape == b.shape && (a.k != kind::tensor || a.dt == b.dt) && a.fields == b.fields &&
+           a.ret == b.ret && a.name == b.name;
+  }
+};
+
+// ---- constants --------------------------------------------------------------------------------
+
+/// A constant tensor's contents: row-major, little-endian, `dt.bytes()` per element.
+struct constant_data {
+  relay::dtype dt{};
+  std::vector<std::int64_t> shape;
+  std::vector<unsigned char> bytes;
+
+  std::int64_t elements() const {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    return n;
+  }
+};
+
+/// `meta[KEY][INDEX]`.
+struct meta_ref {
+  std::string key;  ///< relay.Constant, VirtualDevice, relay.attrs.Conv2DAttrs, ...
+  std::int64_t index = 0;
+  friend bool operator==(const meta_ref&, const meta_ref&) = default;
+};
+
+// ---- attributes -------------------------------------------------------------------------------
+
+struct expr;
+
+/// An attribute value as printed: 1, 3i64, 0.5f, True, "NCHW", None, [1, 1], meta[...][i].
+struct attr_value {
+  enum class kind : std::uint8_t { none, integer, real, boolean, string, array, meta, expr };
+  kind k = kind::none;
+  std::int64_t i = 0;
+  double f = 0;
+  bool b = false;
+  std::string s;
+  std::vector<attr_value> items;
+  meta_ref meta;
+  relay::dtype literal{};  ///< the literal's dtype (3i64: int64; 0.5f: float32)
+  const relay::expr* e = nullptr;  ///< an expression in attribute position (rare)
+  location at;
+
+  bool is_number() const { return k == kind::integer || k == kind::real || k == kind::boolean; }
+  /// The value as a double (integer, real or boolean).
+  double number() const { return k == kind::real ? f : k == kind::boolean ? (b ? 1.0 : 0.0) : static_cast<double>(i); }
+};
+
+/// Attributes in the order they were written.
+struct attrs {
+  std::vector<std::pair<std::string, attr_value>> items;
+
+  const attr_value* find(std::string_view name) const {
+    for (const auto& [n, v] : items)
+      if (n == name) return &v;
+    return nullptr;
+  }
+  bool empty() const { return items.empty(); }
+};
+
+// ---- expressions ------------------------------------------------------------------------------
+
+enum class expr_kind : std::uint8_t {
+  var,        ///< %x (a parameter, a let-bound variable or a free variable)
+  constant,   ///< a literal scalar or meta[relay.Constant][i]
+  op,         ///< an operator name used as a callee: nn.dense
+  global,     ///< @f
+  call,       ///< callee(args..., attrs...)
+  tuple,      ///< (a, b, ...)
+  tuple_get,  ///< t.i
+  let,        ///< let %x = value; body
+  function,   ///< fn (%p: T, ..., Attr=v) -> R { body }
+  if_else,    ///< if (c) { a } else { b }
+};
+
+/// One expression node. Which fields mean something depends on `kind`:
+///   var:       name (without %), annotated (its `: T`)
+///   constant:  data (null when its bytes are unknown: `meta[relay.Constant][i]` without a
+///              metadata section; then `annotated` from the ty= comment gives shape and dtype),
+///              meta (when written meta[...])
+///   op:        name (nn.dense)          global: name (without @)
+///   call:      callee, args, attributes
+///   tuple:     args (the fields)        tuple_get: args[0] (the tuple), index
+///   let:       args = {var, value, body}
+///   function:  args = parameters (vars), body, attributes (Primitive=1, ...), ret (its -> R)
+///   if_else:   args = {condition, then, else}
+struct expr {
+  expr_kind kind = expr_kind::var;
+  location at;
+  std::string name;
+  std::vector<expr*> args;
+  expr* callee = nullptr;
+  expr* body = nullptr;
+  relay::attrs attributes;
+  std::int64_t index = 0;
+  std::shared_ptr<const constant_data> data;
+  std::optional<meta_ref> meta;
+  type annotated;  ///< from `/* ty=... */` or a variable's `: T` (incomplete when absent)
+  type ret;        ///< function: the declared `-> R`
+  type checked;    ///< filled in by type inference
+  std::string span;  ///< a span comment's source name (`/* bert/encoder/... */`), when printed
+};
+
+/// A `def @name(...) { ... }`.
+struct definition {
+  std::string name;
+  expr* fn = nullptr;  ///< a function node
+  location at;
+};
+
+/// A parsed program: its definitions, the metadata's constant table and the arena of nodes.
+struct module {
+  // Nodes point at each other inside `nodes`: a copy would point into the original. Moving
+  // keeps them valid (a deque's elements stay where they are).
+  module() = default;
+  module(const module&) = delete;
+  module& operator=(const module&) = delete;
+  module(module&&) = default;
+  module& operator=(module&&) = default;
+
+  relay::source src;
+  std::string version;  ///< "0.0.5" (#[version]), "0.0.4" (bare v0.0.4 line), or "" (none)
+  std::vector<definition> defs;
+  bool has_metadata = false;
+  /// meta[relay.Constant][i] -> its data (from the #[metadata] section; empty without one).
+  std::vector<std::shared_ptr<const constant_data>> constants;
+  std::deque<expr> nodes;
+
+  expr* make(expr_kind k, location at) {
+    nodes.emplace_back();
+    expr* e = &nodes.back();
+    e->kind = k;
+    e->at = at;
+    return e;
+  }
+  const definition* find(std::string_view name) const {
+    for (const auto& d : defs)
+      if (d.name == name) return &d;
+    return nullptr;
+  }
+  definition* find(std::string_view name) {
+    for (auto& d : defs)
+      if (d.name == name) return &d;
+    return nullptr;
+  }
+  /// An error at location `at` of this module's source.
+  relay::error error_at(location at, const std::string& message) const { return relay::error(src, at, message); }
+};
+
+}  // namespace fuse::relay

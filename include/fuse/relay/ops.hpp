@@ -1,0 +1,672 @@
+// The Relay op registry: every op the frontend knows, with its TVM fusion pattern (v0.19,
+// for `--planner tvm`), its arity, the defaults of the attributes printers leave out (they print
+// only non-default attributes), and its type relation (shape and dtype of the result from those
+// of the arguments).
+//
+// An op missing here is unsupported: the error names it and lists what is supported.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fuse/relay/ir.hpp"
+
+namespace fuse::relay {
+
+/// TVM's OpPatternKind (include/tvm/relay/op_attr_types.h); `none` for ops TVM lowers before
+/// FuseOps (qnn.*, nn.layer_norm), which the TVM planner mode sees only after legalization.
+enum class op_pattern : int { elemwise = 0, broadcast = 1, injective = 2, comm_reduce = 3, out_ewise_fusable = 4, tuple = 7, opaque = 8, none = -1 };
+
+class op_call;
+
+/// One registered op.
+struct op_def {
+  std::string_view name;
+  op_pattern pattern;
+  int min_args, max_args;
+  /// Attribute defaults, written as Relay attribute text would be ("axis=-1"); read through
+  /// op_call's accessors.
+  std::vector<std::pair<std::string_view, attr_value>> defaults;
+  type (*infer)(const op_call&);
+};
+
+// ---- attribute values used by the defaults table --------------------------------------------------
+
+namespace attr {
+inline attr_value integer(std::int64_t v) {
+  attr_value a;
+  a.k = attr_value::kind::integer;
+  a.i = v;
+  a.literal = dtype::int32();
+  return a;
+}
+inline attr_value real(double v) {
+  attr_value a;
+  a.k = attr_value::kind::real;
+  a.f = v;
+  a.literal = dtype::float32();
+  return a;
+}
+inline attr_value boolean(bool v) {
+  attr_value a;
+  a.k = attr_value::kind::boolean;
+  a.b = v;
+  return a;
+}
+inline attr_value string(std::string v) {
+  attr_value a;
+  a.k = attr_value::kind::string;
+  a.s = std::move(v);
+  return a;
+}
+inline attr_value none() { return attr_value{}; }
+}  // namespace attr
+
+/// A call being typed: its argument types and its attributes, with the op's defaults behind
+/// them. Accessors throw relay::error at the call (or at the attribute) naming the op.
+class op_call {
+ public:
+  op_call(const module& m, const expr& call, const op_def& def, std::vector<type> args)
+      : m_(m), call_(call), def_(def), args_(std::move(args)) {}
+
+  const expr& node() const { return call_; }
+  std::string_view op() const { return def_.name; }
+  std::size_t arity() const { return args_.size(); }
+  const type& arg(std::size_t i) const { return args_[i]; }
+  /// Argument i, which must be a tensor type.
+  const type& tensor(std::size_t i) const {
+    if (!args_[i].is_tensor()) fail("argument " + std::to_string(i + 1) + " must be a tensor, not " + args_[i].str());
+    return args_[i];
+  }
+  std::int64_t rank(std::size_t i) const { return static_cast<std::int64_t>(tensor(i).shape.size()); }
+
+  /// The attribute as written, or the op's default; null when neither exists.
+  const attr_value* find(std::string_view name) const {
+    if (const attr_value* v = call_.attributes.find(name)) return v;
+    for (const auto& [n, v] : def_.defaults)
+      if (n == name) return &v;
+    return nullptr;
+  }
+  bool is_none(std::string_view name) const {
+    const attr_value* v = find(name);
+    return !v || v->k == attr_value::kind::none;
+  }
+  std::int64_t integer(std::string_view name) const {
+    const attr_value* v = require(name);
+    if (v->k == attr_value::kind::integer || v->k == attr_value::kind::boolean) return v->k == attr_value::kind::boolean ? v->b : v->i;
+    if (v->k == attr_value::kind::real && v->f == std::floor(v->f) && std::fabs(v->f) < 9.0e15) return static_cast<std::int64_t>(v->f);
+    fail_at(*v, "attribute " + std::string(name) + " must be an integer");
+  }
+  double real(std::string_view name) const {
+    const attr_value* v = require(name);
+    if (!v->is_number()) fail_at(*v, "attribute " + std::string(name) + " must be a number");
+    return v->number();
+  }
+  bool boolean(std::string_view name) const {
+    const attr_value* v = require(name);
+    if (!v->is_number()) fail_at(*v, "attribute " + std::string(name) + " must be a boolean");
+    return v->number() != 0;
+  }
+  std::string string(std::string_view name) const {
+    const attr_value* v = require(name);
+    if (v->k == attr_value::kind::none) return "";
+    if (v->k != attr_value::kind::string) fail_at(*v, "attribute " + std::string(name) + " must be a string");
+    return v->s;
+  }
+  /// An integer list (a single integer reads as a list of one).
+  std::vector<std::int64_t> integers(std::string_view name) const {
+    const attr_value* v = require(name);
+    std::vector<std::int64_t> out;
+    if (v->k == attr_value::kind::integer) return {v->i};
+    if (v->k != attr_value::kind::array) fail_at(*v, "attribute " + std::string(name) + " must be a list of integers");
+    for (const attr_value& x : v->items) {
+      if (x.k == attr_value::kind::integer) out.push_back(x.i);
+      else if (x.k == attr_value::kind::real && x.f == std::floor(x.f)) out.push_back(static_cast<std::int64_t>(x.f));
+      else fail_at(x, "attribute " + std::string(name) + " must be a list of integers");
+    }
+    return out;
+  }
+  /// A dtype attribute ("" or absent: nullopt, meaning "the input's").
+  std::optional<dtype> dtype_attr(std::string_view name) const {
+    const attr_value* v = find(name);
+    if (!v || v->k == attr_value::kind::none || (v->k == attr_value::kind::string && v->s.empty())) return std::nullopt;
+    if (v->k != attr_value::kind::string) fail_at(*v, "attribute " + std::string(name) + " must be a dtype string");
+    auto d = dtype::parse(v->s);
+    if (!d) fail_at(*v, "attribute " + std::string(name) + ": \"" + v->s + "\" is not a dtype");
+    return d;
+  }
+  /// An axis in [-rank, rank), normalized.
+  std::int64_t axis(std::int64_t a, std::int64_t rank, std::string_view what = "axis") const {
+    if (a < -rank || a >= rank)
+      fail(std::string(what) + " " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
+    return a < 0 ? a + rank : a;
+  }
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw m_.error_at(call_.at, std::string(def_.name) + ": " + message);
+  }
+  [[noreturn]] void fail_at(const attr_value& v, const std::string& message) const {
+    throw m_.error_at(v.at.line ? v.at : call_.at, std::string(def_.name) + ": " + message);
+  }
+
+ private:
+  const attr_value* require(std::string_view name) const {
+    const attr_value* v = find(name);
+    if (!v) fail("missing attribute " + std::string(name));
+    return v;
+  }
+  const module& m_;
+  const expr& call_;
+  const op_def& def_;
+  std::vector<type> args_;
+};
+
+// ---- type relations ------------------------------------------------------------------------------
+
+namespace infer {
+
+inline std::string shape_str(const std::vector<std::int64_t>& s) { return type::tensor(s, dtype::float32()).str(); }
+
+/// NumPy broadcasting of two shapes (-1, a dynamic extent, matches anything).
+inline std::vector<std::int64_t> broadcast(const op_call& c, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+  const std::size_t r = std::max(a.size(), b.size());
+  std::vector<std::int64_t> out(r);
+  for (std::size_t i = 0; i < r; ++i) {
+    const std::int64_t x = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    const std::int64_t y = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (x == y || y == 1) out[i] = x;
+    else if (x == 1) out[i] = y;
+    else if (x < 0 || y < 0) out[i] = x < 0 ? y : x;
+    else c.fail("shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+  }
+  return out;
+}
+
+inline type same(const op_call& c) { return c.tensor(0); }
+
+inline type float_unary(const op_call& c) {
+  const type& t = c.tensor(0);
+  if (!t.dt.is_float()) c.fail("needs a floating-point input, not " + t.dt.name());
+  return t;
+}
+
+inline type cast(const op_call& c) {
+  type t = c.tensor(0);
+  const auto d = c.dtype_attr("dtype");
+  if (!d) c.fail("missing attribute dtype");
+  t.dt = *d;
+  return t;
+}
+
+/// Binary broadcast ops; `result` overrides the dtype (bool for comparisons).
+inline type binary(const op_call& c, std::optional<dtype> result) {
+  const type& a = c.tensor(0);
+  const type& b = c.tensor(1);
+  if (!(a.dt == b.dt)) c.fail("operands have different dtypes, " + a.dt.name() + " and " + b.dt.name());
+  return type::tensor(broadcast(c, a.shape, b.shape), result ? *result : a.dt);
+}
+inline type arith(const op_call& c) { return binary(c, std::nullopt); }
+inline type compare(const op_call& c) { return binary(c, dtype::boolean()); }
+
+inline type where(const op_call& c) {
+  const type& cond = c.tensor(0);
+  const type& a = c.tensor(1);
+  const type& b = c.tensor(2);
+  if (!(a.dt == b.dt)) c.fail("branches have different dtypes, " + a.dt.name() + " and " + b.dt.name());
+  return type::tensor(broadcast(c, cond.shape, broadcast(c, a.shape, b.shape)), a.dt);
+}
+
+inline type bias_add(const op_call& c) {
+  const type& x = c.tensor(0);
+  const type& b = c.tensor(1);
+  const std::int64_t ax = c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size()));
+  if (b.shape.size() != 1) c.fail("the bias must be 1-d, not " + b.str());
+  const std::int64_t n = x.shape[static_cast<std::size_t>(ax)];
+  if (n >= 0 && b.shape[0] >= 0 && n != b.shape[0])
+    c.fail("bias of " + std::to_string(b.shape[0]) + " elements for axis " + std::to_string(ax) + " of extent " + std::to_string(n));
+  if (!(x.dt == b.dt)) c.fail("bias dtype " + b.dt.name() + " differs from the input's " + x.dt.name());
+  return x;
+}
+
+inline void same_extent(const op_call& c, std::int64_t a, std::int64_t b, const std::string& what) {
+  if (a >= 0 && b >= 0 && a != b) c.fail(what + ": " + std::to_string(a) + " vs " + std::to_string(b));
+}
+
+/// dense(x [.., K], w [N, K]) -> [.., N]; matmul with transpose flags.
+inline type dense_like(const op_call& c, bool transpose_a, bool transpose_b) {
+  const type& x = c.tensor(0);
+  const type& w = c.tensor(1);
+  if (x.shape.empty()) c.fail("the data must have rank >= 1");
+  if (w.shape.size() != 2) c.fail("the weight must be 2-d, not " + w.str());
+  std::vector<std::int64_t> out = x.shape;
+  const std::int64_t k = transpose_a ? x.shape.front() : x.shape.back();
+  if (transpose_a && x.shape.size() != 2) c.fail("transpose_a needs 2-d data");
+  const std::int64_t wk = transpose_b ? w.shape[1] : w.shape[0];
+  const std::int64_t n = transpose_b ? w.shape[0] : w.shape[1];
+  same_extent(c, k, wk, "the reduction extents differ (data " + x.str() + ", weight " + w.str() + ")");
+  if (transpose_a) out = {x.shape[1], n};
+  else out.back() = n;
+  if (!c.is_none("units")) same_extent(c, c.integer("units"), n, "units differs from the weight's output extent");
+  dtype d = c.dtype_attr("out_dtype").value_or(x.dt);
+  return type::tensor(out, d);
+}
+inline type dense(const op_call& c) { return dense_like(c, false, true); }
+inline type matmul(const op_call& c) { return dense_like(c, c.boolean("transpose_a"), c.boolean("transpose_b")); }
+
+inline type batch_matmul(const op_call& c) {
+  const type& a = c.tensor(0);
+  const type& b = c.tensor(1);
+  if (a.shape.size() != 3 || b.shape.size() != 3) c.fail("operands must be 3-d, not " + a.str() + " and " + b.str());
+  const bool ta = c.boolean("transpose_a"), tb = c.boolean("transpose_b");
+  const std::int64_t m = ta ? a.shape[2] : a.shape[1], ka = ta ? a.shape[1] : a.shape[2];
+  const std::int64_t kb = tb ? b.shape[2] : b.shape[1], n = tb ? b.shape[1] : b.shape[2];
+  same_extent(c, ka, kb, "the reduction extents differ (" + a.str() + ", " + b.str() + ")");
+  const std::int64_t ba = a.shape[0], bb = b.shape[0];
+  if (ba >= 0 && bb >= 0 && ba != bb && ba != 1 && bb != 1)
+    c.fail("batch extents " + std::to_string(ba) + " and " + std::to_string(bb) + " do not broadcast");
+  const std::int64_t batch = ba == 1 ? bb : ba;
+  return type::tensor({batch, m, n}, c.dtype_attr("out_dtype").value_or(a.dt));
+}
+
+inline std::int64_t product(const std::vector<std::int64_t>& s) {
+  std::int64_t p = 1;
+  for (std::int64_t d : s) p *= d;
+  return p;
+}
+
+/// reshape with Relay's codes: 0 copy, -1 infer, -2 copy the rest, -3 merge two, -4 split one.
+inline type reshape(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::vector<std::int64_t> codes = c.integers("newshape");
+  const auto& in = x.shape;
+  for (std::int64_t d : in)
+    if (d < 0) c.fail("a reshape of a dynamic shape is not supported");
+  std::vector<std::int64_t> out;
+  std::size_t src = 0;
+  int infer_at = -1;
+  for (std::size_t i = 0; i < codes.size(); ++i) {
+    const std::int64_t v = codes[i];
+    if (v > 0) out.push_back(v), ++src;
+    else if (v == 0) {
+      if (src >= in.size()) c.fail("newshape code 0 at position " + std::to_string(i) + " has no input axis to copy");
+      out.push_back(in[src++]);
+    } else if (v == -1) {
+      if (infer_at >= 0) c.fail("newshape has more than one -1");
+      infer_at = static_cast<int>(out.size());
+      out.push_back(1);
+      ++src;
+    } else if (v == -2) {
+      while (src < in.size()) out.push_back(in[src++]);
+    } else if (v == -3) {
+      if (src + 1 >= in.size()) c.fail("newshape code -3 needs two input axes");
+      out.push_back(in[src] * in[src + 1]);
+      src += 2;
+    } else if (v == -4) {
+      if (i + 2 >= codes.size() || src >= in.size()) c.fail("newshape code -4 needs two following values and an input axis");
+      std::int64_t d1 = codes[i + 1], d2 = codes[i + 2];
+      const std::int64_t d0 = in[src++];
+      if (d1 == -1 && d2 > 0 && d0 % d2 == 0) d1 = d0 / d2;
+      else if (d2 == -1 && d1 > 0 && d0 % d1 == 0) d2 = d0 / d1;
+      if (d1 <= 0 || d2 <= 0 || d1 * d2 != d0) c.fail("newshape code -4 cannot split extent " + std::to_string(d0));
+      out.push_back(d1);
+      out.push_back(d2);
+      i += 2;
+    } else {
+      c.fail("bad newshape code " + std::to_string(v));
+    }
+  }
+  const std::int64_t total = product(in);
+  if (infer_at >= 0) {
+    std::int64_t rest = 1;
+    for (std::size_t i = 0; i < out.size(); ++i)
+      if (static_cast<int>(i) != infer_at) rest *= out[i];
+    if (rest == 0 || total % rest != 0) c.fail("cannot infer the -1 of newshape for " + x.str());
+    out[static_cast<std::size_t>(infer_at)] = total / rest;
+  }
+  if (product(out) != total) c.fail("cannot reshape " + x.str() + " to " + shape_str(out));
+  return type::tensor(out, x.dt);
+}
+
+inline type transpose(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
+  std::vector<std::int64_t> axes;
+  if (c.is_none("axes")) for (std::int64_t i = r - 1; i >= 0; --i) axes.push_back(i);
+  else axes = c.integers("axes");
+  if (static_cast<std::int64_t>(axes.size()) != r) c.fail("axes must list all " + std::to_string(r) + " axes");
+  std::vector<bool> seen(static_cast<std::size_t>(r), false);
+  std::vector<std::int64_t> out;
+  for (std::int64_t a : axes) {
+    const std::int64_t n = c.axis(a, r);
+    if (seen[static_cast<std::size_t>(n)]) c.fail("axes are not a permutation");
+    seen[static_cast<std::size_t>(n)] = true;
+    out.push_back(x.shape[static_cast<std::size_t>(n)]);
+  }
+  return type::tensor(out, x.dt);
+}
+
+inline type squeeze(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
+  std::vector<bool> drop(static_cast<std::size_t>(r), false);
+  if (c.is_none("axis")) {
+    for (std::int64_t i = 0; i < r; ++i) drop[static_cast<std::size_t>(i)] = x.shape[static_cast<std::size_t>(i)] == 1;
+  } else {
+    for (std::int64_t a : c.integers("axis")) {
+      const std::int64_t n = c.axis(a, r);
+      if (x.shape[static_cast<std::size_t>(n)] != 1) c.fail("axis " + std::to_string(a) + " of " + x.str() + " is not 1");
+      drop[static_cast<std::size_t>(n)] = true;
+    }
+  }
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < r; ++i)
+    if (!drop[static_cast<std::size_t>(i)]) out.push_back(x.shape[static_cast<std::size_t>(i)]);
+  return type::tensor(out, x.dt);
+}
+
+inline type expand_dims(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
+  const std::int64_t n = c.integer("num_newaxis");
+  if (n < 0) c.fail("num_newaxis must not be negative");
+  const std::int64_t a = c.axis(c.integer("axis"), r + 1);
+  std::vector<std::int64_t> out = x.shape;
+  out.insert(out.begin() + a, static_cast<std::size_t>(n), 1);
+  return type::tensor(out, x.dt);
+}
+
+inline type split(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
+  const std::int64_t ax = c.axis(c.integer("axis"), r);
+  const std::int64_t ext = x.shape[static_cast<std::size_t>(ax)];
+  const attr_value* ios = c.find("indices_or_sections");
+  if (!ios) c.fail("missing attribute indices_or_sections");
+  std::vector<std::int64_t> cuts;
+  if (ios->k == attr_value::kind::array) {
+    cuts = c.integers("indices_or_sections");
+  } else {
+    const std::int64_t n = c.integer("indices_or_sections");
+    if (n <= 0) c.fail("sections must be positive");
+    if (ext >= 0 && ext % n) c.fail("axis " + std::to_string(ax) + " of " + x.str() + " does not divide into " + std::to_string(n) + " sections");
+    for (std::int64_t i = 1; i < n; ++i) cuts.push_back(i * (ext / n));
+  }
+  std::vector<type> parts;
+  std::int64_t prev = 0;
+  for (std::size_t i = 0; i <= cuts.size(); ++i) {
+    const std::int64_t cut = i < cuts.size() ? cuts[i] : ext;
+    if (cut < prev || cut > ext) c.fail("split indices must increase within the axis");
+    std::vector<std::int64_t> s = x.shape;
+    s[static_cast<std::size_t>(ax)] = cut - prev;
+    parts.push_back(type::tensor(s, x.dt));
+    prev = cut;
+  }
+  return type::tuple(parts);
+}
+
+inline type concatenate(const op_call& c) {
+  const type& t = c.arg(0);
+  if (t.k != type::kind::tuple || t.fields.empty()) c.fail("needs a non-empty tuple of tensors");
+  const type& f0 = t.fields[0];
+  if (!f0.is_tensor()) c.fail("needs a tuple of tensors");
+  const std::int64_t r = static_cast<std::int64_t>(f0.shape.size());
+  const std::int64_t ax = c.axis(c.integer("axis"), r);
+  std::vector<std::int64_t> out = f0.shape;
+  for (std::size_t i = 1; i < t.fields.size(); ++i) {
+    const type& f = t.fields[i];
+    if (!f.is_tensor() || static_cast<std::int64_t>(f.shape.size()) != r || !(f.dt == f0.dt))
+      c.fail("field " + std::to_string(i) + " (" + f.str() + ") does not match " + f0.str());
+    for (std::int64_t d = 0; d < r; ++d) {
+      const auto du = static_cast<std::size_t>(d);
+      if (d == ax) out[du] = (out[du] < 0 || f.shape[du] < 0) ? -1 : out[du] + f.shape[du];
+      else same_extent(c, out[du], f.shape[du], "extents off the axis differ");
+    }
+  }
+  return type::tensor(out, f0.dt);
+}
+
+inline type strided_slice(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
+  const std::vector<std::int64_t> begin = c.integers("begin"), end = c.integers("end");
+  std::vector<std::int64_t> strides = c.is_none("strides") ? std::vector<std::int64_t>{1} : c.integers("strides");
+  std::vector<std::int64_t> axes;
+  if (c.is_none("axes")) for (std::int64_t i = 0; i < static_cast<std::int64_t>(begin.size()); ++i) axes.push_back(i);
+  else axes = c.integers("axes");
+  if (begin.size() != axes.size() || end.size() != axes.size()) c.fail("begin, end and axes must have the same length");
+  const bool size_mode = c.string("slice_mode") == "size";
+  std::vector<std::int64_t> out = x.shape;
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const std::int64_t a = c.axis(axes[i], r);
+    const std::int64_t n = x.shape[static_cast<std::size_t>(a)];
+    const std::int64_t s = size_mode ? 1 : (i < strides.size() ? strides[i] : strides.back());
+    if (s == 0) c.fail("a stride of 0");
+    if (n < 0) {
+      out[static_cast<std::size_t>(a)] = -1;
+      continue;
+    }
+    auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::min(std::max(v, lo), hi); };
+    std::int64_t b = begin[i] < 0 ? begin[i] + n : begin[i];
+    std::int64_t e;
+    if (size_mode) e = end[i] < 0 ? n : b + end[i];
+    else e = end[i] < 0 ? end[i] + n : end[i];
+    std::int64_t len;
+    if (s > 0) {
+      b = clampi(b, 0, n);
+      e = clampi(e, 0, n);
+      len = e > b ? (e - b + s - 1) / s : 0;
+    } else {
+      b = clampi(b, -1, n - 1);
+      e = clampi(e, -1, n - 1);
+      len = b > e ? (b - e + (-s) - 1) / (-s) : 0;
+    }
+    out[static_cast<std::size_t>(a)] = len;
+  }
+  return type::tensor(out, x.dt);
+}
+
+inline type take(const op_call& c) {
+  const type& data = c.tensor(0);
+  const type& idx = c.tensor(1);
+  if (!idx.dt.is_int() && !idx.dt.is_uint()) c.fail("indices must be integers, not " + idx.dt.name());
+  if (c.integer("batch_dims") != 0) c.fail("batch_dims other than 0 are not supported");
+  if (c.is_none("axis")) return type::tensor(idx.shape, data.dt);
+  const std::int64_t r = static_cast<std::int64_t>(data.shape.size());
+  const std::int64_t ax = c.axis(c.integer("axis"), r);
+  std::vector<std::int64_t> out(data.shape.begin(), data.shape.begin() + ax);
+  out.insert(out.end(), idx.shape.begin(), idx.shape.end());
+  out.insert(out.end(), data.shape.begin() + ax + 1, data.shape.end());
+  return type::tensor(out, data.dt);
+}
+
+/// sum/mean/max/min/prod over `axis` (None: all), keepdims, exclude.
+inline type reduce(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
+  std::vector<bool> red(static_cast<std::size_t>(r), c.is_none("axis"));
+  if (!c.is_none("axis"))
+    for (std::int64_t a : c.integers("axis")) red[static_cast<std::size_t>(c.axis(a, r))] = true;
+  if (c.boolean("exclude")) red.flip();
+  const bool keep = c.boolean("keepdims");
+  std::vector<std::int64_t> out;
+  for (std::int64_t i = 0; i < r; ++i) {
+    const auto iu = static_cast<std::size_t>(i);
+    if (!red[iu]) out.push_back(x.shape[iu]);
+    else if (keep) out.push_back(1);
+  }
+  return type::tensor(out, x.dt);
+}
+
+inline type softmax(const op_call& c) {
+  const type& x = float_unary(c);
+  c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size()));
+  return x;
+}
+
+inline type layer_norm(const op_call& c) {
+  const type& x = float_unary(c);
+  const std::int64_t ax = c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size()));
+  for (std::size_t i = 1; i < 3; ++i) {
+    const type& p = c.tensor(i);
+    if (p.shape.size() != 1) c.fail("gamma and beta must be 1-d");
+    same_extent(c, p.shape[0], x.shape[static_cast<std::size_t>(ax)], "gamma/beta extent vs the normalized axis");
+  }
+  return x;
+}
+
+inline type batch_norm(const op_call& c) {
+  const type& x = float_unary(c);
+  const std::int64_t ax = c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size()));
+  for (std::size_t i = 1; i < 5; ++i) {
+    const type& p = c.tensor(i);
+    if (p.shape.size() != 1) c.fail("gamma, beta, mean and variance must be 1-d");
+    same_extent(c, p.shape[0], x.shape[static_cast<std::size_t>(ax)], "parameter extent vs the channel axis");
+  }
+  const type p = c.tensor(1);
+  return type::tuple({x, p, p});
+}
+
+inline type dropout(const op_call& c) {
+  const type& x = c.tensor(0);
+  return type::tuple({x, x});
+}
+
+inline type identity(const op_call& c) { return c.arg(0); }
+
+inline void scalar_param(const op_call& c, std::size_t i, const char* what) {
+  const type& t = c.tensor(i);
+  if (t.shape.size() > 1) c.fail(std::string(what) + " must be a scalar or 1-d, not " + t.str());
+}
+
+inline type qnn_quantize(const op_call& c) {
+  type t = c.tensor(0);
+  if (!t.dt.is_float()) c.fail("quantizes a float tensor, not " + t.dt.name());
+  scalar_param(c, 1, "the scale");
+  scalar_param(c, 2, "the zero point");
+  t.dt = c.dtype_attr("out_dtype").value_or(dtype{dtype::int_code, 8, 1});
+  return t;
+}
+inline type qnn_dequantize(const op_call& c) {
+  type t = c.tensor(0);
+  scalar_param(c, 1, "the scale");
+  scalar_param(c, 2, "the zero point");
+  t.dt = dtype::float32();
+  return t;
+}
+inline type qnn_requantize(const op_call& c) {
+  type t = c.tensor(0);
+  for (std::size_t i = 1; i < 5; ++i) scalar_param(c, i, "scales and zero points");
+  t.dt = c.dtype_attr("out_dtype").value_or(dtype{dtype::int_code, 8, 1});
+  return t;
+}
+inline type qnn_dense(const op_call& c) {
+  for (std::size_t i = 2; i < 6; ++i) scalar_param(c, i, "scales and zero points");
+  type t = dense_like(c, false, true);
+  t.dt = c.dtype_attr("out_dtype").value_or(dtype::int32());
+  return t;
+}
+inline type qnn_batch_matmul(const op_call& c) {
+  for (std::size_t i = 2; i < 6; ++i) scalar_param(c, i, "scales and zero points");
+  type t = batch_matmul(c);
+  t.dt = c.dtype_attr("out_dtype").value_or(dtype::int32());
+  return t;
+}
+inline type qnn_binary(const op_call& c) {
+  for (std::size_t i = 2; i < 8; ++i) scalar_param(c, i, "scales and zero points");
+  return arith(c);
+}
+inline type qnn_concatenate(const op_call& c) { return concatenate(c); }
+
+}  // namespace infer
+
+// ---- the table -------------------------------------------------------------------------------------
+
+/// Every op the frontend supports, by Relay name.
+inline const std::vector<op_def>& op_table() {
+  using P = op_pattern;
+  using namespace attr;
+  static const std::vector<op_def> table = [] {
+    std::vector<op_def> t;
+    for (std::string_view n : {"sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "fast_exp", "fast_tanh", "fast_erf"})
+      t.push_back({n, P::elemwise, 1, 1, {}, infer::float_unary});
+    for (std::string_view n : {"abs", "negative", "round", "floor", "ceil", "trunc", "sign", "nn.relu", "copy", "zeros_like", "ones_like"})
+      t.push_back({n, P::elemwise, 1, 1, {}, infer::same});
+    t.push_back({"logical_not", P::elemwise, 1, 1, {}, infer::same});
+    t.push_back({"nn.leaky_relu", P::elemwise, 1, 1, {{"alpha", real(0.25)}}, infer::float_unary});
+    t.push_back({"clip", P::elemwise, 1, 1, {}, infer::same});
+    t.push_back({"cast", P::elemwise, 1, 1, {}, infer::cast});
+    t.push_back({"fixed_point_multiply", P::elemwise, 1, 1, {}, infer::same});
+    for (std::string_view n : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "logical_and", "logical_or",
+                               "logical_xor"})
+      t.push_back({n, P::broadcast, 2, 2, {}, infer::arith});
+    for (std::string_view n : {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
+      t.push_back({n, P::broadcast, 2, 2, {}, infer::compare});
+    t.push_back({"where", P::broadcast, 3, 3, {}, infer::where});
+    t.push_back({"nn.bias_add", P::broadcast, 2, 2, {{"axis", integer(1)}}, infer::bias_add});
+    t.push_back({"expand_dims", P::broadcast, 1, 1, {{"num_newaxis", integer(1)}}, infer::expand_dims});
+    t.push_back({"nn.dense", P::out_ewise_fusable, 2, 2, {{"units", none()}, {"out_dtype", string("")}}, infer::dense});
+    t.push_back({"nn.matmul", P::out_ewise_fusable, 2, 2,
+                 {{"units", none()}, {"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}},
+                 infer::matmul});
+    t.push_back({"nn.batch_matmul", P::out_ewise_fusable, 2, 2,
+                 {{"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(true)}}, infer::batch_matmul});
+    t.push_back({"reshape", P::injective, 1, 1, {{"allowzero", integer(0)}}, infer::reshape});
+    t.push_back({"transpose", P::injective, 1, 1, {{"axes", none()}}, infer::transpose});
+    t.push_back({"squeeze", P::injective, 1, 1, {{"axis", none()}}, infer::squeeze});
+    t.push_back({"split", P::injective, 1, 1, {{"axis", integer(0)}}, infer::split});
+    t.push_back({"concatenate", P::injective, 1, 1, {{"axis", integer(0)}}, infer::concatenate});
+    t.push_back({"strided_slice", P::injective, 1, 1, {{"strides", none()}, {"axes", none()}, {"slice_mode", string("end")}},
+                 infer::strided_slice});
+    t.push_back({"take", P::injective, 2, 2, {{"axis", none()}, {"batch_dims", integer(0)}, {"mode", string("clip")}}, infer::take});
+    for (std::string_view n : {"sum", "mean", "max", "min", "prod"})
+      t.push_back({n, P::comm_reduce, 1, 1, {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}}, infer::reduce});
+    t.push_back({"nn.softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
+    t.push_back({"nn.log_softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
+    t.push_back({"nn.layer_norm", P::none, 3, 3, {{"axis", integer(-1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}},
+                 infer::layer_norm});
+    t.push_back({"nn.batch_norm", P::out_ewise_fusable, 5, 5,
+                 {{"axis", integer(1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}}, infer::batch_norm});
+    t.push_back({"nn.dropout", P::opaque, 1, 1, {{"rate", real(0.5)}}, infer::dropout});
+    t.push_back({"annotation.stop_fusion", P::opaque, 1, 1, {}, infer::identity});
+    t.push_back({"on_device", P::opaque, 1, 1, {}, infer::identity});
+    t.push_back({"device_copy", P::opaque, 1, 1, {}, infer::identity});
+    t.push_back({"qnn.quantize", P::none, 3, 3, {{"axis", integer(-1)}, {"out_dtype", string("int8")}}, infer::qnn_quantize});
+    t.push_back({"qnn.dequantize", P::none, 3, 3, {{"axis", integer(-1)}}, infer::qnn_dequantize});
+    t.push_back({"qnn.requantize", P::none, 5, 5,
+                 {{"axis", integer(-1)}, {"rounding", string("None")}, {"compute_dtype", string("None")}, {"out_dtype", string("int8")}},
+                 infer::qnn_requantize});
+    t.push_back({"qnn.dense", P::out_ewise_fusable, 6, 6, {{"units", none()}, {"out_dtype", string("int32")}}, infer::qnn_dense});
+    t.push_back({"qnn.batch_matmul", P::none, 6, 6,
+                 {{"out_dtype", string("int32")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(true)}}, infer::qnn_batch_matmul});
+    t.push_back({"qnn.add", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
+    t.push_back({"qnn.mul", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
+    t.push_back({"qnn.concatenate", P::none, 5, 5, {{"axis", integer(0)}}, infer::qnn_concatenate});
+    return t;
+  }();
+  return table;
+}
+
+/// The op named `name`, or null when it is not supported.
+inline const op_def* find_op(std::string_view name) {
+  for (const op_def& d : op_table())
+    if (d.name == name) return &d;
+  return nullptr;
+}
+
+/// "add, cast, clip, ..." (sorted), for the unsupported-op error.
+inline std::string supported_ops() {
+  std::vector<std::string_view> names;
+  for (const op_def& d : op_table()) names.push_back(d.name);
+  std::sort(names.begin(), names.end());
+  std::string s;
+  for (std::size_t i = 0; i < names.size(); ++i) s += (i ? ", " : "") + std::string(names[i]);
+  return s;
+}
+
+}  // namespace fuse::relay

@@ -1,0 +1,112 @@
+// Relay source text and the errors that point into it.
+//
+// Every error the frontend reports about its input names FILE:LINE:COL, then shows the line with
+// a caret under the column (as compilers do):
+//
+//   model.relay:3:17: error: expected ')' after the arguments of nn.dense
+//     %0 = nn.dense(%x, %w;
+//                   ^
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fuse::relay {
+
+/// A position in a source: 1-based line and column (columns count bytes). 0:0 is "no position".
+struct location {
+  int line = 0;
+  int col = 0;
+  friend bool operator==(const location&, const location&) = default;
+};
+
+/// A named text with its line starts, so that a location can show its line.
+class source {
+ public:
+  source() = default;
+  source(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {
+    starts_.push_back(0);
+    for (std::size_t i = 0; i < text_.size(); ++i)
+      if (text_[i] == '\n') starts_.push_back(i + 1);
+  }
+  const std::string& name() const { return name_; }
+  const std::string& text() const { return text_; }
+
+  /// The location of byte offset `at`.
+  location locate(std::size_t at) const {
+    std::size_t lo = 0, hi = starts_.size();
+    while (hi - lo > 1) {
+      const std::size_t mid = (lo + hi) / 2;
+      (starts_[mid] <= at ? lo : hi) = mid;
+    }
+    return {static_cast<int>(lo + 1), static_cast<int>(at - starts_[lo] + 1)};
+  }
+  /// Line `line` (1-based) without its end of line; empty when out of range.
+  std::string_view line(int line) const {
+    if (line < 1 || static_cast<std::size_t>(line) > starts_.size()) return {};
+    const std::size_t b = starts_[static_cast<std::size_t>(line - 1)];
+    std::size_t e = static_cast<std::size_t>(line) < starts_.size() ? starts_[static_cast<std::size_t>(line)] : text_.size();
+    while (e > b && (text_[e - 1] == '\n' || text_[e - 1] == '\r')) --e;
+    return std::string_view(text_).substr(b, e - b);
+  }
+
+ private:
+  std::string name_;
+  std::string text_;
+  std::vector<std::size_t> starts_;
+};
+
+/// An error in the input: what(), the formatted report, is "FILE:LINE:COL: error: MESSAGE", the
+/// line and a caret. The parts stay available for tests and tools.
+class error : public std::runtime_error {
+ public:
+  error(const source& src, location at, const std::string& message)
+      : std::runtime_error(format(src, at, message)), file_(src.name()), at_(at), message_(message) {}
+  /// An error with no position in a source (a bad command-line value, a missing file).
+  explicit error(const std::string& message) : std::runtime_error("error: " + message), message_(message) {}
+
+  const std::string& file() const { return file_; }
+  location where() const { return at_; }
+  const std::string& message() const { return message_; }
+
+  static std::string format(const source& src, location at, const std::string& message) {
+    std::string out = src.name() + ":" + std::to_string(at.line) + ":" + std::to_string(at.col) + ": error: " + message;
+    const std::string_view text = src.line(at.line);
+    if (at.line > 0) {
+      out += "\n  ";
+      // Tabs stay tabs under the caret so that it lines up however the terminal shows them.
+      std::string caret = "  ";
+      for (std::size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        out += (c == '\r') ? ' ' : c;
+        if (static_cast<int>(i) + 1 < at.col) caret += (c == '\t') ? '\t' : ' ';
+      }
+      out += "\n" + caret + "^";
+    }
+    return out;
+  }
+
+ private:
+  std::string file_;
+  location at_{};
+  std::string message_;
+};
+
+/// The bytes of a file; relay::error "cannot read PATH" when it cannot be read.
+inline std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw error("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw error("cannot read " + path);
+  return std::move(text).str();
+}
+
+}  // namespace fuse::relay

@@ -1,0 +1,135 @@
+// fuse-relay: the command-line frontend, a thin layer of argument parsing around fuse/relay.
+//
+//   fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME]
+//       runs the model's @main (or NAME) in the reference interpreter on DIR/<input>.npy and
+//       writes out0.npy, out1.npy, ... (a tuple result flattened in order)
+//   fuse-relay types MODEL.relay
+//       parses and type-checks the model; prints each definition's signature
+//
+// Exit status: 0 success, 1 bad input (FILE:LINE:COL: error: ... on stderr), 2 bad usage.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <fuse/relay/interpreter.hpp>
+#include <fuse/relay/npy.hpp>
+#include <fuse/relay/parser.hpp>
+#include <fuse/relay/typecheck.hpp>
+
+namespace {
+
+using namespace fuse::relay;
+
+constexpr const char* usage_text =
+    "usage:\n"
+    "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME]\n"
+    "  fuse-relay types MODEL.relay\n";
+
+struct usage_error {
+  std::string message;
+};
+
+/// Arguments after the command: one positional MODEL and --key value options.
+struct arguments {
+  std::string model;
+  std::vector<std::pair<std::string, std::string>> options;
+
+  arguments(int argc, char** argv, std::vector<std::string> known) {
+    for (int i = 2; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (a.rfind("--", 0) == 0) {
+        bool ok = false;
+        for (const auto& k : known) ok = ok || k == a;
+        if (!ok) throw usage_error{"unknown option " + a};
+        if (i + 1 >= argc) throw usage_error{"option " + a + " needs a value"};
+        options.emplace_back(a, argv[++i]);
+      } else if (model.empty()) {
+        model = a;
+      } else {
+        throw usage_error{"unexpected argument " + a};
+      }
+    }
+    if (model.empty()) throw usage_error{"missing MODEL.relay"};
+  }
+  std::string get(const std::string& key, const std::string& fallback = "") const {
+    for (const auto& [k, v] : options)
+      if (k == key) return v;
+    return fallback;
+  }
+  std::string require(const std::string& key) const {
+    const std::string v = get(key);
+    if (v.empty()) throw usage_error{"missing " + key + " DIR"};
+    return v;
+  }
+};
+
+module load(const std::string& path) {
+  module m = parse_file(path);
+  typecheck(m);
+  return m;
+}
+
+int run(const arguments& args) {
+  module m = load(args.model);
+  const std::string fn = args.get("--function", "main");
+  const definition* d = m.find(fn);
+  if (!d) throw error(args.model + ": the model has no @" + fn);
+  const std::filesystem::path in = args.require("--inputs"), out = args.require("--outputs");
+  std::vector<value> inputs;
+  for (const expr* p : d->fn->args) {
+    const std::filesystem::path file = in / (p->name + ".npy");
+    const constant_data c = npy::read_file(file.string());
+    const type& t = p->checked.known() ? p->checked : p->annotated;
+    if (t.is_tensor() && (!(c.dt == t.dt) || c.shape.size() != t.shape.size()))
+      throw error(file.string() + ": input %" + p->name + " must be " + t.str() + ", the file holds " +
+                  type::tensor(c.shape, c.dt).str());
+    for (std::size_t k = 0; t.is_tensor() && k < c.shape.size(); ++k)
+      if (t.shape[k] >= 0 && t.shape[k] != c.shape[k])
+        throw error(file.string() + ": input %" + p->name + " must be " + t.str() + ", the file holds " +
+                    type::tensor(c.shape, c.dt).str());
+    inputs.push_back(interpreter::from_constant(c));
+  }
+  interpreter ip(m);
+  const std::vector<value> results = interpreter::flatten(ip.run(fn, inputs));
+  std::filesystem::create_directories(out);
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    const std::filesystem::path file = out / ("out" + std::to_string(k) + ".npy");
+    npy::write_file(file.string(), interpreter::to_constant(results[k]));
+  }
+  std::printf("%zu output%s written to %s\n", results.size(), results.size() == 1 ? "" : "s", out.string().c_str());
+  return 0;
+}
+
+int types(const arguments& args) {
+  const module m = load(args.model);
+  for (const definition& d : m.defs) std::printf("@%s: %s\n", d.name.c_str(), d.fn->checked.str().c_str());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2) throw usage_error{"missing command"};
+    const std::string cmd = argv[1];
+    if (cmd == "-h" || cmd == "--help") {
+      std::fputs(usage_text, stdout);
+      return 0;
+    }
+    if (cmd == "run") return run(arguments(argc, argv, {"--inputs", "--outputs", "--function"}));
+    if (cmd == "types") return types(arguments(argc, argv, {}));
+    throw usage_error{"unknown command " + cmd};
+  } catch (const usage_error& e) {
+    std::fprintf(stderr, "fuse-relay: %s\n%s", e.message.c_str(), usage_text);
+    return 2;
+  } catch (const error& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
