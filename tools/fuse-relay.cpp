@@ -5,18 +5,33 @@
 //       writes out0.npy, out1.npy, ... (a tuple result flattened in order)
 //   fuse-relay types MODEL.relay
 //       parses and type-checks the model; prints each definition's signature
+//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot]
+//       writes the header of fused kernels; --report lists each kernel with its ops; --dot
+//       draws the plan (kernels as clusters) for Graphviz
+//   fuse-relay check MODEL.relay [--seed S]
+//       generates the header, compiles it with the project's compiler and flags, runs it on
+//       random inputs and compares with the interpreter; exit 0 only within tolerance
 //
 // Exit status: 0 success, 1 bad input (FILE:LINE:COL: error: ... on stderr), 2 bad usage.
+#include <unistd.h>
+
+#include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <exception>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include <fuse/relay/check.hpp>
+#include <fuse/relay/dot.hpp>
+#include <fuse/relay/emit.hpp>
 #include <fuse/relay/interpreter.hpp>
 #include <fuse/relay/npy.hpp>
 #include <fuse/relay/parser.hpp>
+#include <fuse/relay/tvm_fuse.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 namespace {
@@ -26,7 +41,9 @@ using namespace fuse::relay;
 constexpr const char* usage_text =
     "usage:\n"
     "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME]\n"
-    "  fuse-relay types MODEL.relay\n";
+    "  fuse-relay types MODEL.relay\n"
+    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot]\n"
+    "  fuse-relay check MODEL.relay [--seed S]\n";
 
 struct usage_error {
   std::string message;
@@ -40,7 +57,12 @@ struct arguments {
   arguments(int argc, char** argv, std::vector<std::string> known) {
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
-      if (a.rfind("--", 0) == 0) {
+      if (a == "--report") {
+        bool ok = false;
+        for (const auto& k : known) ok = ok || k == a;
+        if (!ok) throw usage_error{"unknown option " + a};
+        options.emplace_back(a, "1");
+      } else if (a.rfind("--", 0) == 0 || a == "-o") {
         bool ok = false;
         for (const auto& k : known) ok = ok || k == a;
         if (!ok) throw usage_error{"unknown option " + a};
@@ -103,6 +125,63 @@ int run(const arguments& args) {
   return 0;
 }
 
+std::string ops_of(const kernel& k) {
+  std::string s;
+  for (const expr* op : k.ops) s += (s.empty() ? "" : ", ") + op->callee->name;
+  return s;
+}
+
+/// TVM v0.19 FuseOps' kernel count for the same program, or why there is none (an op TVM
+/// lowers before FuseOps, such as qnn.*, which this frontend runs directly).
+std::string tvm_count(const module& m) {
+  try {
+    return std::to_string(tvm_fuse_ops(m).kernels());
+  } catch (const error& e) {
+    return "n/a: " + e.message();
+  }
+}
+
+int compile(const arguments& args) {
+  module m = load(args.model);
+  const std::string out = args.get("-o");
+  if (out.empty()) throw usage_error{"missing -o OUT.hpp"};
+  const std::string ns = args.get("--namespace", "model");
+  for (char c : ns)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
+      throw usage_error{"--namespace " + ns + " is not a C++ namespace name"};
+  const plan p = make_plan(m);
+  const emitted e = emit_header(m, p, ns, args.model);
+  std::ofstream f(out);
+  if (!(f << e.header)) throw error("cannot write " + out);
+  if (const std::string dot = args.get("--dot"); !dot.empty()) {
+    std::ofstream g(dot);
+    if (!(g << plan_dot(p, std::filesystem::path(args.model).filename().string()))) throw error("cannot write " + dot);
+  }
+  if (!args.get("--report").empty()) {
+    for (std::size_t k = 0; k < p.kernels.size(); ++k) std::printf("kernel %zu: %s\n", k, ops_of(p.kernels[k]).c_str());
+    std::printf("kernels: %zu (tvm: %s)\n", e.kernels, tvm_count(m).c_str());
+  }
+  return 0;
+}
+
+int check(const arguments& args) {
+  module m = load(args.model);
+  check_options opt;
+  opt.cxx = FUSE_RELAY_CXX;
+  opt.flags = FUSE_RELAY_CXX_FLAGS;
+  const std::string seed = args.get("--seed", "1");
+  char* end = nullptr;
+  opt.seed = std::strtoull(seed.c_str(), &end, 10);
+  if (seed.empty() || *end) throw usage_error{"--seed " + seed + " is not a number"};
+  opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
+  const check_report r = check_model(m, args.model, opt);
+  std::filesystem::remove_all(opt.workdir);
+  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g int_differing=%.4f%% live=%.1f%%\n", r.kernels, tvm_count(m).c_str(),
+              r.max_rel_err, 100 * r.differing, 100 * r.live);
+  if (!r.ok) std::fprintf(stderr, "%s: check failed: %s", args.model.c_str(), r.detail.c_str());
+  return r.ok ? 0 : 1;
+}
+
 int types(const arguments& args) {
   const module m = load(args.model);
   for (const definition& d : m.defs) std::printf("@%s: %s\n", d.name.c_str(), d.fn->checked.str().c_str());
@@ -121,6 +200,8 @@ int main(int argc, char** argv) {
     }
     if (cmd == "run") return run(arguments(argc, argv, {"--inputs", "--outputs", "--function"}));
     if (cmd == "types") return types(arguments(argc, argv, {}));
+    if (cmd == "compile") return compile(arguments(argc, argv, {"-o", "--namespace", "--report", "--dot"}));
+    if (cmd == "check") return check(arguments(argc, argv, {"--seed"}));
     throw usage_error{"unknown command " + cmd};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "fuse-relay: %s\n%s", e.message.c_str(), usage_text);

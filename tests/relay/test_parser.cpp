@@ -19,10 +19,14 @@
 
 #include <fuse/relay/parser.hpp>
 
+#include "relay/seed_programs.hpp"
 #include "support/random.hpp"
 
 using namespace fuse::relay;
 namespace relay = fuse::relay;
+using fuse::test::embedded_programs;
+using fuse::test::read_file;
+using fuse::test::restore_ty_comments;
 
 namespace {
 
@@ -58,64 +62,6 @@ std::vector<unsigned char> le_bytes(T v) {
   std::vector<unsigned char> out(sizeof(T));
   std::memcpy(out.data(), &v, sizeof(T));
   return out;
-}
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Relay programs embedded in prose: from each `def @` or `fn (` / `fn(` through the brace that
-// closes its body; `def`s that follow each other form one module.
-std::size_t end_of_body(const std::string& t, std::size_t from) {
-  std::size_t p = t.find('{', from);
-  if (p == std::string::npos) return p;
-  int depth = 0;
-  for (; p < t.size(); ++p) {
-    if (t[p] == '{') ++depth;
-    if (t[p] == '}' && --depth == 0) return p + 1;
-  }
-  return std::string::npos;
-}
-std::vector<std::string> embedded_programs(const std::string& t) {
-  std::vector<std::string> out;
-  std::size_t p = 0;
-  for (;;) {
-    const std::size_t s = std::min({t.find("def @", p), t.find("fn (", p), t.find("fn(", p)});
-    if (s == std::string::npos) break;
-    std::size_t e = end_of_body(t, s);
-    if (e == std::string::npos) break;
-    for (;;) {
-      std::size_t q = e;
-      while (q < t.size() && std::isspace(static_cast<unsigned char>(t[q]))) ++q;
-      if (t.compare(q, 5, "def @") != 0) break;
-      const std::size_t next = end_of_body(t, q);
-      if (next == std::string::npos) break;
-      e = next;
-    }
-    out.push_back(t.substr(s, e - s));
-    p = e;
-  }
-  return out;
-}
-
-// Seed 001's web page lost the slashes of `/* ty=... */` (it reads `* ty=... *`): put them back.
-std::string restore_ty_comments(std::string s) {
-  std::size_t p = 0;
-  while ((p = s.find("* ty=", p)) != std::string::npos) {
-    if (p > 0 && s[p - 1] == '/') {
-      p += 5;
-      continue;
-    }
-    s.insert(p, "/");
-    const std::size_t close = s.find(" *", p + 6);
-    if (close == std::string::npos) break;
-    s.insert(close + 2, "/");
-    p = close + 3;
-  }
-  return s;
 }
 
 // Seed 002 quotes a block of bindings (`%20 = ...;` up to `%73 = ...;`) that uses names bound

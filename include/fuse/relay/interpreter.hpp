@@ -74,7 +74,11 @@ inline std::int64_t wrap(std::int64_t x, dtype d) {
 
 /// A double held in floating dtype d: float16/bfloat16 rounded; float32 kept in double
 /// precision but overflowing where float32 would.
+/// Set while an interpreter runs with float32 rounding after every op (see interpreter::run).
+inline thread_local bool round_float32 = false;
+
 inline double hold(double v, dtype d) {
+  if (round_float32 && d.code == dtype::float_code && d.bits == 32) return static_cast<double>(static_cast<float>(v));
   if (d.bits == 16 && d.code == dtype::float_code) return static_cast<double>(static_cast<float>(fuse::half(static_cast<float>(v))));
   if (d.code == dtype::bfloat_code) return static_cast<double>(static_cast<float>(fuse::bfloat16(static_cast<float>(v))));
   if (d.bits == 32) {
@@ -152,10 +156,19 @@ class interpreter {
  public:
   explicit interpreter(const module& m) : m_(m) {}
 
-  /// Runs @name on `inputs` (one per parameter, in order) and returns its result.
-  value run(const std::string& name, const std::vector<value>& inputs) {
+  /// Runs @name on `inputs` (one per parameter, in order) and returns its result. With
+  /// `float32_rounding`, every float32 op's result is rounded to float32, as the fused code
+  /// rounds it: integers computed from float intermediates (requantization: multiply, round,
+  /// clip, cast) then differ from the fused code only where a reordered sum flips a tie, where
+  /// double intermediates would flip every tie the float32 product lands on.
+  value run(const std::string& name, const std::vector<value>& inputs, bool float32_rounding = false) {
     const definition* d = m_.find(name);
     if (!d) throw relay::error("the module has no @" + name);
+    struct restore {
+      bool saved = interp::round_float32;
+      ~restore() { interp::round_float32 = saved; }
+    } r;
+    interp::round_float32 = float32_rounding;
     return call(*d->fn, inputs, 0);
   }
 
@@ -251,6 +264,7 @@ class interpreter {
 
   /// Evaluates e in env, iteratively over the bindings (printed programs are deep chains).
   value eval(const expr* root, std::unordered_map<const expr*, value>& env, int depth) {
+    count_uses(root);
     std::vector<std::pair<const expr*, bool>> stack{{root, false}};
     while (!stack.empty()) {
       auto [e, expanded] = stack.back();
@@ -306,6 +320,37 @@ class interpreter {
     return env.at(root);
   }
 
+  /// How many times each node is read by the calls, tuples and projections under root, so that
+  /// a value is freed (moved into its last reader) when nothing reads it any more: a BERT
+  /// block's intermediates would otherwise all stay alive (gigabytes in double).
+  void count_uses(const expr* root) {
+    std::unordered_map<const expr*, bool> seen;
+    std::vector<const expr*> stack{root};
+    while (!stack.empty()) {
+      const expr* e = stack.back();
+      stack.pop_back();
+      if (seen[e]) continue;
+      seen[e] = true;
+      const bool reads = e->kind == expr_kind::call || e->kind == expr_kind::tuple || e->kind == expr_kind::tuple_get;
+      for (const expr* c : e->args) {
+        uses_[c] += reads ? 1 : std::int64_t{1} << 40;  // let and if keep what they read
+        stack.push_back(c);
+      }
+      if (e->body) stack.push_back(e->body);
+    }
+    uses_[root] += std::int64_t{1} << 40;
+  }
+
+  /// The value of a, moved out of env at its last use.
+  value take(const expr* a, std::unordered_map<const expr*, value>& env) {
+    auto it = env.find(a);
+    const bool last = a->kind != expr_kind::var && --uses_[a] == 0;
+    if (!last) return it->second;
+    value v = std::move(it->second);
+    env.erase(it);
+    return v;
+  }
+
   value compute(const expr& e, std::unordered_map<const expr*, value>& env, int depth) {
     switch (e.kind) {
       case expr_kind::var: throw m_.error_at(e.at, "%" + e.name + " has no value here");
@@ -314,13 +359,21 @@ class interpreter {
         return from_constant(*e.data);
       case expr_kind::tuple: {
         std::vector<value> f;
-        for (const expr* a : e.args) f.push_back(env.at(a));
+        for (const expr* a : e.args) f.push_back(take(a, env));
         return value::tuple(std::move(f));
       }
-      case expr_kind::tuple_get: return env.at(e.args[0]).fields.at(static_cast<std::size_t>(e.index));
+      case expr_kind::tuple_get: {  // only the field is copied (or moved, at the last use)
+        const expr* t = e.args[0];
+        auto it = env.find(t);
+        const auto i = static_cast<std::size_t>(e.index);
+        if (t->kind == expr_kind::var || --uses_[t] > 0) return it->second.fields.at(i);
+        value f = std::move(it->second.fields.at(i));
+        env.erase(it);
+        return f;
+      }
       case expr_kind::call: {
         std::vector<value> args;
-        for (const expr* a : e.args) args.push_back(env.at(a));
+        for (const expr* a : e.args) args.push_back(take(a, env));
         if (e.callee->kind == expr_kind::op) return apply_op(e, args);
         if (e.callee->kind == expr_kind::global) return call(*m_.find(e.callee->name)->fn, args, depth + 1);
         if (e.callee->kind == expr_kind::function) return call(*e.callee, args, depth + 1);
@@ -763,7 +816,8 @@ class interpreter {
   static value batch_norm(const op_call& c, const std::vector<value>& a, const type& t) {
     const value& x = a[0];
     const auto ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
-    const double eps = c.real("epsilon");
+    // Rounded to float32 as for layer_norm: SimplifyInference makes it a float scalar constant.
+    const double eps = static_cast<double>(static_cast<float>(c.real("epsilon")));
     const bool center = c.boolean("center"), scale = c.boolean("scale");
     value r = x;
     const auto s = interp::strides_of(x.shape);
@@ -779,6 +833,7 @@ class interpreter {
   }
 
   const module& m_;
+  std::unordered_map<const expr*, std::int64_t> uses_;
 };
 
 }  // namespace fuse::relay

@@ -1,0 +1,36 @@
+# fuse_relay_generate(TARGET tgt RELAY model.relay NAMESPACE ns [HEADER name.hpp])
+#
+# Generates, at build time, the header of fused kernels of a Relay model (`fuse-relay compile`)
+# and adds it to the target: `#include "<HEADER>"` (default: the model's file name with .hpp),
+# then `ns::model m; m(inputs..., outputs...);`. The header is rebuilt when the model or the
+# frontend changes. Needs the `fuse-relay` target (built with FUSE_BUILD_TOOLS=ON).
+function(fuse_relay_generate)
+  cmake_parse_arguments(FR "" "TARGET;RELAY;NAMESPACE;HEADER" "" ${ARGN})
+  foreach(arg TARGET RELAY NAMESPACE)
+    if(NOT FR_${arg})
+      message(FATAL_ERROR "fuse_relay_generate: ${arg} is required")
+    endif()
+  endforeach()
+  if(FR_UNPARSED_ARGUMENTS)
+    message(FATAL_ERROR "fuse_relay_generate: unexpected arguments ${FR_UNPARSED_ARGUMENTS}")
+  endif()
+  if(NOT TARGET fuse-relay)
+    message(FATAL_ERROR "fuse_relay_generate: the fuse-relay tool is not built (FUSE_BUILD_TOOLS=OFF?)")
+  endif()
+  get_filename_component(relay "${FR_RELAY}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
+  if(NOT FR_HEADER)
+    get_filename_component(FR_HEADER "${relay}" NAME_WE)
+    set(FR_HEADER "${FR_HEADER}.hpp")
+  endif()
+  set(dir "${CMAKE_CURRENT_BINARY_DIR}/fuse_relay_generated/${FR_TARGET}")
+  set(out "${dir}/${FR_HEADER}")
+  add_custom_command(
+    OUTPUT "${out}"
+    COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
+    COMMAND fuse-relay compile "${relay}" -o "${out}" --namespace "${FR_NAMESPACE}" --report
+    DEPENDS "${relay}" fuse-relay
+    COMMENT "fuse-relay: ${FR_RELAY} -> ${FR_HEADER}"
+    VERBATIM)
+  target_sources(${FR_TARGET} PRIVATE "${out}")
+  target_include_directories(${FR_TARGET} PRIVATE "${dir}")
+endfunction()

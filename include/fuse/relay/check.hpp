@@ -1,0 +1,202 @@
+// `fuse-relay check`: generates a model's header, compiles it into a small driver with the
+// compiler and flags the project was configured with, runs it on random inputs and compares
+// every output with the reference interpreter.
+//
+// Float outputs: the largest error relative to max(1, |reference|). Integer outputs must match
+// exactly, except where they depend on rounding a float intermediate (a float -> integer cast
+// in the program): a reordered float sum can flip a rounding tie there, so up to 0.1% of the
+// elements may differ. Inputs that make every output zero or saturated prove nothing, so the
+// report gives the share of output elements that are neither.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fuse/relay/emit.hpp"
+#include "fuse/relay/interpreter.hpp"
+#include "fuse/relay/npy.hpp"
+#include "fuse/relay/plan.hpp"
+
+namespace fuse::relay {
+
+struct check_options {
+  std::string cxx;          ///< the compiler
+  std::string flags;        ///< its flags, include directories among them
+  std::uint64_t seed = 1;   ///< random inputs
+  std::string workdir;      ///< where the header, driver and .npy files go
+  double float_tolerance = 1e-4;
+};
+
+struct check_report {
+  std::size_t kernels = 0;
+  double max_rel_err = 0;         ///< over float outputs
+  double differing = 0;           ///< fraction of differing integer output elements
+  double live = 0;                ///< share of output elements neither zero nor saturated
+  bool integer_tie_allowance = false;
+  bool ok = false;
+  std::string detail;             ///< what failed, when it did
+};
+
+namespace check_detail {
+
+/// Random contents for an input: floats in [-1, 1], integers in [-100, 100] (or [0, 100] for
+/// unsigned), bools at random; the same for a given seed and input position.
+inline value random_input(const type& t, std::uint64_t seed, std::size_t position) {
+  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + position + 1);
+  value v = value::tensor(t.dt, t.shape);
+  std::uniform_real_distribution<double> ud(-1.0, 1.0);
+  for (double& x : v.f) x = static_cast<double>(static_cast<float>(ud(gen)));
+  const std::int64_t lo = t.dt.is_bool() ? 0 : t.dt.is_uint() ? 0 : -100, hi = t.dt.is_bool() ? 1 : 100;
+  std::uniform_int_distribution<std::int64_t> id(lo, hi);
+  for (std::int64_t& x : v.i) x = id(gen);
+  return v;
+}
+
+inline bool has_float_to_int(const module& m) {
+  for (const expr& e : m.nodes)
+    if (e.kind == expr_kind::call && e.callee && e.callee->kind == expr_kind::op && e.callee->name == "cast" && !e.args.empty() &&
+        e.args[0]->checked.is_tensor() && e.args[0]->checked.dt.is_float() && !e.checked.dt.is_float())
+      return true;
+  return false;
+}
+
+inline std::string driver_source(const emitted& em, const std::string& ns) {
+  std::ostringstream d;
+  d << "#include \"model.hpp\"\n#include <fuse/relay/npy.hpp>\n#include <cstring>\n#include <string>\n\n"
+    << "template <class T, int R>\nfuse::tensor<T, R> load(const std::string& path) {\n"
+    << "  const fuse::relay::constant_data c = fuse::relay::npy::read_file(path);\n"
+    << "  fuse::index_array<R> s{};\n  for (int k = 0; k < R; ++k) s[k] = c.shape[k];\n"
+    << "  fuse::tensor<T, R> t{fuse::dynamic_shape<R>(s)};\n"
+    << "  if (c.bytes.size() != sizeof(T) * static_cast<std::size_t>(t.size())) throw fuse::relay::error(path + \": size\");\n"
+    << "  if (!c.bytes.empty()) std::memcpy(static_cast<void*>(t.data()), c.bytes.data(), c.bytes.size());\n  return t;\n}\n\n"
+    << "template <class T, int R>\nvoid store(const std::string& path, const fuse::tensor<T, R>& t, fuse::relay::dtype dt) {\n"
+    << "  fuse::relay::constant_data c;\n  c.dt = dt;\n  for (int k = 0; k < R; ++k) c.shape.push_back(t.shape()[k]);\n"
+    << "  c.bytes.resize(sizeof(T) * static_cast<std::size_t>(t.size()));\n"
+    << "  if (!c.bytes.empty()) std::memcpy(c.bytes.data(), static_cast<const void*>(t.data()), c.bytes.size());\n"
+    << "  fuse::relay::npy::write_file(path, c);\n}\n\n"
+    << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n  try {\n"
+    << "    static " << ns << "::model m;\n";
+  auto ctype = [](const type& t) {
+    const dtype x = t.dt;
+    if (x.is_bool()) return std::string("bool");
+    if (x.code == dtype::float_code) return std::string(x.bits == 32 ? "float" : x.bits == 64 ? "double" : "fuse::half");
+    if (x.code == dtype::bfloat_code) return std::string("fuse::bfloat16");
+    return std::string(x.is_int() ? "std::int" : "std::uint") + std::to_string(x.bits) + "_t";
+  };
+  for (std::size_t i = 0; i < em.inputs.size(); ++i)
+    d << "    auto in" << i << " = load<" << ctype(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size() << ">(dir + \"/in" << i
+      << ".npy\");\n";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
+    d << "    fuse::tensor<" << ctype(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> out" << o;
+    if (!em.outputs[o].t.shape.empty()) d << "(" << emit_detail::int_list(em.outputs[o].t.shape) << ")";
+    d << ";\n";
+  }
+  d << "    m(";
+  for (std::size_t i = 0; i < em.inputs.size(); ++i) d << (i ? ", " : "") << "std::as_const(in" << i << ").view()";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o) d << (o || !em.inputs.empty() ? ", " : "") << "out" << o << ".view()";
+  d << ");\n";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
+    const dtype x = em.outputs[o].t.dt;
+    d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", " << int(x.bits) << ", "
+      << int(x.lanes) << "});\n";
+  }
+  d << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  return 0;\n}\n";
+  return d.str();
+}
+
+inline int shell(const std::string& cmd, const std::string& log) {
+  const int raw = std::system((cmd + " > " + log + " 2>&1").c_str());
+  return raw == -1 ? -1 : WEXITSTATUS(raw);
+}
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+}  // namespace check_detail
+
+/// Checks @main of a type-checked module (see the file comment). Constants without data get the
+/// random values the generated code was given. Throws relay::error for input fuse cannot run; a
+/// failed comparison or build is reported, not thrown.
+inline check_report check_model(module& m, const std::string& source_name, const check_options& opt) {
+  using namespace check_detail;
+  check_report rep;
+  const plan p = make_plan(m);
+  const emitted em = emit_header(m, p, "fuse_check_model", source_name);
+  rep.kernels = em.kernels;
+  const std::filesystem::path dir = opt.workdir;
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "model.hpp") << em.header;
+  std::ofstream(dir / "driver.cpp") << driver_source(em, "fuse_check_model");
+  const std::string exe = (dir / "driver").string();
+  if (shell(opt.cxx + " " + opt.flags + " -o " + exe + " " + (dir / "driver.cpp").string(), (dir / "build.log").string()) != 0) {
+    rep.detail = "the generated header did not compile:\n" + read_text((dir / "build.log").string());
+    return rep;
+  }
+  // Inputs: the parameters, then the constants the text did not carry.
+  std::vector<value> inputs;
+  for (std::size_t i = 0; i < em.inputs.size(); ++i) {
+    inputs.push_back(random_input(em.inputs[i].t, opt.seed, i));
+    npy::write_file((dir / ("in" + std::to_string(i) + ".npy")).string(), interpreter::to_constant(inputs.back()));
+  }
+  if (shell(exe + " " + dir.string(), (dir / "run.log").string()) != 0) {
+    rep.detail = "the generated model failed:\n" + read_text((dir / "run.log").string());
+    return rep;
+  }
+  // The reference: the constants without data are inputs of the generated code; the
+  // interpreter gets the same values, attached to the module's constant nodes.
+  std::vector<value> params(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(p.fn->args.size()));
+  for (expr& e : m.nodes)
+    if (e.kind == expr_kind::constant && !e.data && e.meta)
+      for (std::size_t i = p.fn->args.size(); i < em.inputs.size(); ++i)
+        if (em.inputs[i].relay == "meta[" + e.meta->key + "][" + std::to_string(e.meta->index) + "]")
+          e.data = std::make_shared<const constant_data>(interpreter::to_constant(inputs[i]));
+  interpreter ip(m);
+  const std::vector<value> want = interpreter::flatten(ip.run("main", params));
+  rep.integer_tie_allowance = has_float_to_int(m);
+  // Integer results computed from float intermediates are compared with the reference that
+  // rounds float32 ops as the fused code does (see interpreter::run).
+  const std::vector<value> want_rounded =
+      rep.integer_tie_allowance ? interpreter::flatten(ip.run("main", params, true)) : std::vector<value>{};
+  std::size_t total = 0, live = 0, int_total = 0, int_diff = 0;
+  for (std::size_t o = 0; o < want.size(); ++o) {
+    const value got = interpreter::from_constant(npy::read_file((dir / ("out" + std::to_string(o) + ".npy")).string()));
+    const value& w = want[o];
+    const value wr = w.floating() || !rep.integer_tie_allowance ? w : want_rounded[o];
+    for (std::size_t k = 0; k < static_cast<std::size_t>(w.count()); ++k) {
+      ++total;
+      if (w.floating()) {
+        const double g = got.f[k], r = w.f[k];
+        const double err = (std::isnan(g) && std::isnan(r)) || g == r ? 0.0 : std::fabs(g - r) / std::max(1.0, std::fabs(r));
+        rep.max_rel_err = std::max(rep.max_rel_err, std::isnan(err) ? INFINITY : err);
+        live += r != 0 && std::isfinite(r);
+      } else {
+        ++int_total;
+        int_diff += got.i[k] != wr.i[k];
+        const std::int64_t lo = interp::wrap(std::int64_t{1} << (w.dt.bits - 1), w.dt), hi = interp::wrap((std::int64_t{1} << (w.dt.bits - 1)) - 1, w.dt);
+        live += wr.i[k] != 0 && (w.dt.is_bool() || (wr.i[k] != lo && wr.i[k] != hi));
+      }
+    }
+  }
+  rep.differing = int_total ? static_cast<double>(int_diff) / static_cast<double>(int_total) : 0.0;
+  rep.live = total ? static_cast<double>(live) / static_cast<double>(total) : 0.0;
+  const bool floats_ok = rep.max_rel_err <= opt.float_tolerance;
+  const bool ints_ok = rep.integer_tie_allowance ? rep.differing <= 0.001 : int_diff == 0;
+  rep.ok = floats_ok && ints_ok;
+  if (!floats_ok) rep.detail += "float outputs differ from the reference by up to " + std::to_string(rep.max_rel_err) + "\n";
+  if (!ints_ok) rep.detail += std::to_string(int_diff) + " of " + std::to_string(int_total) + " integer output elements differ\n";
+  return rep;
+}
+
+}  // namespace fuse::relay

@@ -1,0 +1,211 @@
+// The fusion planner: partitions a type-checked function into kernels, each one `fuse::eval` the
+// library runs as one loop nest (fuse/cpu/eval.hpp, epilogue.hpp).
+//
+// A node is *materialized* (it becomes a kernel's output, a tensor in memory) only where the
+// library needs it or where recomputing it would cost more than storing it:
+//   - the function's results;
+//   - a contraction (dense, matmul, batch_matmul) read by more than one consumer, so it is not
+//     computed twice; a batch_matmul always (the library evaluates it whole inside a tree);
+//   - a row reduction (sum, mean, max, min, prod, softmax, log_softmax, layer_norm): it is the
+//     root of its own kernel, its input tree fused as its prologue;
+//   - an elementwise or view node read by several consumers whose tree is big (cheaper to store
+//     than to recompute), or whose tree grows too deep for one C++ expression.
+// Everything else is inlined into its consumer's tree: elementwise ops and views (split,
+// strided_slice, reshape, transpose, concatenate, take ...) fuse anywhere, and a dense/matmul
+// read once becomes a leaf its consumer's kernel computes block by block (the epilogue).
+// Results of one shape that share a contraction are evaluated in the same pass (an LSTM cell's
+// h' and c').
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "fuse/relay/ir.hpp"
+
+namespace fuse::relay {
+
+struct kernel {
+  std::vector<const expr*> outputs;  ///< the materialized nodes it writes (one shape)
+  std::vector<const expr*> ops;      ///< the op calls it covers, in evaluation order
+};
+
+struct plan {
+  const expr* fn = nullptr;
+  std::vector<kernel> kernels;  ///< in dependency order
+  std::unordered_set<const expr*> materialized;
+  std::vector<const expr*> results;  ///< the function's result tensors, in output order
+};
+
+namespace plan_detail {
+
+inline bool is_call_of(const expr* e, std::initializer_list<std::string_view> names) {
+  if (e->kind != expr_kind::call || e->callee->kind != expr_kind::op) return false;
+  for (auto n : names)
+    if (e->callee->name == n) return true;
+  return false;
+}
+inline bool is_contraction(const expr* e) { return is_call_of(e, {"nn.dense", "nn.matmul", "nn.batch_matmul"}); }
+inline bool is_reduction(const expr* e) {
+  return is_call_of(e, {"sum", "mean", "max", "min", "prod", "nn.softmax", "nn.log_softmax", "nn.layer_norm"});
+}
+/// Nodes that pass their input through (no loop of their own).
+inline bool is_transparent(const expr* e) { return is_call_of(e, {"annotation.stop_fusion", "on_device", "device_copy", "copy"}); }
+
+/// Inputs of a node inside a kernel tree (the callee of an op call is not one).
+inline const std::vector<expr*>& inputs(const expr* e) { return e->args; }
+
+}  // namespace plan_detail
+
+/// Plans @name of a type-checked module. Throws relay::error for what the emitter cannot run
+/// (calls of functions: inline them first).
+inline plan make_plan(const module& m, const std::string& name = "main") {
+  using namespace plan_detail;
+  const definition* d = m.find(name);
+  if (!d) throw relay::error("the module has no @" + name);
+  plan p;
+  p.fn = d->fn;
+  const expr* body = d->fn->body;
+
+  // Post-order of the nodes reachable from the body (iterative), and each node's consumers.
+  std::vector<const expr*> order;
+  std::unordered_map<const expr*, int> users;
+  {
+    std::unordered_set<const expr*> seen;
+    std::vector<std::pair<const expr*, bool>> stack{{body, false}};
+    while (!stack.empty()) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (expanded) {
+        order.push_back(e);
+        continue;
+      }
+      if (!seen.insert(e).second) continue;
+      if (e->kind == expr_kind::call && e->callee->kind != expr_kind::op)
+        throw m.error_at(e->at, "the planner runs one function of op calls: inline the functions it calls first");
+      if (e->kind == expr_kind::let || e->kind == expr_kind::if_else || e->kind == expr_kind::function)
+        throw m.error_at(e->at, "the planner does not handle let, if or closures yet: simplify the program first");
+      stack.push_back({e, true});
+      for (const expr* c : inputs(e)) {
+        ++users[c];
+        stack.push_back({c, false});
+      }
+    }
+  }
+
+  // Results: the body, or the fields of a result tuple.
+  std::vector<const expr*> results;
+  if (body->kind == expr_kind::tuple)
+    for (const expr* f : body->args) results.push_back(f);
+  else
+    results.push_back(body);
+  for (const expr* r : results) {
+    if (!r->checked.is_tensor()) throw m.error_at(r->at, "a result must be a tensor, not " + r->checked.str());
+    p.materialized.insert(r);
+  }
+  p.results = results;
+
+  // Tree size of each node within its kernel (materialized nodes and leaves count 0), to decide
+  // whether a shared node is recomputed or stored, and to bound a kernel's expression depth.
+  std::unordered_map<const expr*, int> size, depth;
+  constexpr int shared_inline_limit = 8;  // ops recomputed per extra consumer at most
+  constexpr int max_tree_depth = 48;      // deeper trees are cut (compile time of the header)
+  for (const expr* e : order) {
+    if (e->kind != expr_kind::call) {
+      int s = 0, dp = 0;
+      for (const expr* c : inputs(e))
+        if (!p.materialized.count(c)) s += size[c], dp = std::max(dp, depth[c]);
+      size[e] = s;
+      depth[e] = dp;
+      continue;
+    }
+    int s = 1, dp = 0;
+    for (const expr* c : inputs(e))
+      if (!p.materialized.count(c)) s += size[c], dp = std::max(dp, depth[c]);
+    if (dp + 1 > max_tree_depth) {
+      // Store the deepest input and count again.
+      const expr* deepest = nullptr;
+      for (const expr* c : inputs(e))
+        if (!p.materialized.count(c) && c->kind == expr_kind::call && (!deepest || depth[c] > depth[deepest])) deepest = c;
+      if (deepest) p.materialized.insert(deepest);
+      s = 1, dp = 0;
+      for (const expr* c : inputs(e))
+        if (!p.materialized.count(c)) s += size[c], dp = std::max(dp, depth[c]);
+    }
+    size[e] = s;
+    depth[e] = dp + 1;
+    const int u = users[e];
+    const bool tensor = e->checked.is_tensor();
+    if (tensor && (is_reduction(e) || is_call_of(e, {"nn.batch_matmul"}) || (is_contraction(e) && u > 1) ||
+                   (u > 1 && !is_transparent(e) && s > shared_inline_limit)))
+      p.materialized.insert(e);
+    if (p.materialized.count(e)) size[e] = 0, depth[e] = 0;
+  }
+
+  std::unordered_map<const expr*, std::size_t> position;
+  for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  // Kernels: one per materialized node, in dependency order; then results of one shape that
+  // read the same contraction merge into one multi-output pass.
+  std::unordered_map<const expr*, std::size_t> kernel_of;
+  for (const expr* e : order) {
+    if (!p.materialized.count(e) || e->kind == expr_kind::var || e->kind == expr_kind::constant) continue;
+    kernel k;
+    k.outputs.push_back(e);
+    // The ops of its tree (stopping at materialized nodes), in evaluation order.
+    std::vector<const expr*> stack{e};
+    std::unordered_set<const expr*> in;
+    while (!stack.empty()) {
+      const expr* x = stack.back();
+      stack.pop_back();
+      if (!in.insert(x).second) continue;
+      for (const expr* c : inputs(x))
+        if (!p.materialized.count(c)) stack.push_back(c);
+    }
+    for (const expr* x : in)
+      if (x->kind == expr_kind::call) k.ops.push_back(x);
+    std::sort(k.ops.begin(), k.ops.end(), [&](const expr* a, const expr* b) { return position.at(a) < position.at(b); });  // producers first
+    kernel_of[e] = p.kernels.size();
+    p.kernels.push_back(std::move(k));
+  }
+  // Horizontal merge: two kernels whose outputs have one shape and that read a common
+  // contraction run as one pass (the contraction is then computed once, in blocks). The pass
+  // takes the later kernel's place, so it is legal when no kernel in between reads the earlier
+  // one's outputs.
+  const auto reads = [&](const kernel& k, const kernel& from) {
+    for (const expr* x : k.ops)
+      for (const expr* c : inputs(x))
+        if (std::find(from.outputs.begin(), from.outputs.end(), c) != from.outputs.end()) return true;
+    return false;
+  };
+  for (std::size_t a = 0; a < p.kernels.size(); ++a) {
+    for (std::size_t b = a + 1; b < p.kernels.size() && !p.kernels[a].outputs.empty(); ++b) {
+      kernel& ka = p.kernels[a];
+      kernel& kb = p.kernels[b];
+      if (kb.outputs.empty() || !(ka.outputs[0]->checked == kb.outputs[0]->checked)) continue;
+      bool shares = false;
+      for (const expr* x : ka.ops)
+        if (is_contraction(x) && std::find(kb.ops.begin(), kb.ops.end(), x) != kb.ops.end()) shares = true;
+      if (!shares) continue;
+      // b itself may read a's outputs (an LSTM's h' reads c'): in the merged pass it reads
+      // their trees, which the pass computes anyway.
+      bool blocked = false;
+      for (std::size_t k = a + 1; k < b && !blocked; ++k) blocked = reads(p.kernels[k], ka);
+      if (blocked) continue;
+      kb.outputs.insert(kb.outputs.begin(), ka.outputs.begin(), ka.outputs.end());
+      std::vector<const expr*> ops = ka.ops;
+      for (const expr* x : kb.ops)
+        if (std::find(ops.begin(), ops.end(), x) == ops.end()) ops.push_back(x);
+      kb.ops = std::move(ops);
+      ka.outputs.clear();
+      ka.ops.clear();
+    }
+  }
+  p.kernels.erase(std::remove_if(p.kernels.begin(), p.kernels.end(), [](const kernel& k) { return k.outputs.empty(); }),
+                  p.kernels.end());
+  return p;
+}
+
+}  // namespace fuse::relay

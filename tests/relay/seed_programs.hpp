@@ -1,0 +1,73 @@
+// Reading the Relay programs that the seeds embed in prose, for the frontend's tests (the
+// seeds are read from disk at run time, never copied into the repository).
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fuse::test {
+
+inline std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Relay programs embedded in prose: from each `def @` or `fn (` / `fn(` through the brace that
+// closes its body; `def`s that follow each other form one module.
+inline std::size_t end_of_body(const std::string& t, std::size_t from) {
+  std::size_t p = t.find('{', from);
+  if (p == std::string::npos) return p;
+  int depth = 0;
+  for (; p < t.size(); ++p) {
+    if (t[p] == '{') ++depth;
+    if (t[p] == '}' && --depth == 0) return p + 1;
+  }
+  return std::string::npos;
+}
+inline std::vector<std::string> embedded_programs(const std::string& t) {
+  std::vector<std::string> out;
+  std::size_t p = 0;
+  for (;;) {
+    const std::size_t s = std::min({t.find("def @", p), t.find("fn (", p), t.find("fn(", p)});
+    if (s == std::string::npos) break;
+    std::size_t e = end_of_body(t, s);
+    if (e == std::string::npos) break;
+    for (;;) {
+      std::size_t q = e;
+      while (q < t.size() && std::isspace(static_cast<unsigned char>(t[q]))) ++q;
+      if (t.compare(q, 5, "def @") != 0) break;
+      const std::size_t next = end_of_body(t, q);
+      if (next == std::string::npos) break;
+      e = next;
+    }
+    out.push_back(t.substr(s, e - s));
+    p = e;
+  }
+  return out;
+}
+
+// Seed 001's web page lost the slashes of `/* ty=... */` (it reads `* ty=... *`): put them back.
+inline std::string restore_ty_comments(std::string s) {
+  std::size_t p = 0;
+  while ((p = s.find("* ty=", p)) != std::string::npos) {
+    if (p > 0 && s[p - 1] == '/') {
+      p += 5;
+      continue;
+    }
+    s.insert(p, "/");
+    const std::size_t close = s.find(" *", p + 6);
+    if (close == std::string::npos) break;
+    s.insert(close + 2, "/");
+    p = close + 3;
+  }
+  return s;
+}
+
+}  // namespace fuse::test
