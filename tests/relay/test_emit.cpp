@@ -219,3 +219,38 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
   }
 }
 #endif
+
+#if defined(FUSE_RELAY_TOOL) && defined(FUSE_RELAY_CORPUS_DIR)
+TEST_CASE("fuse-relay check over TVM's corpus: each program passes or names what fuse does not run") {
+  const std::filesystem::path dir = FUSE_RELAY_CORPUS_DIR;
+  if (!std::filesystem::exists(dir)) {
+    MESSAGE("skipped: no corpus at " << dir.string());
+    return;
+  }
+  int passed = 0, refused = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".relay") continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    CAPTURE(entry.path().filename().string());
+    const checked_run r = check_program(entry.path().stem().string(), text.str());
+    INFO(r.out << r.err);
+    if (r.status == 0) {
+      ++passed;
+      CHECK(r.out.find("kernels=") != std::string::npos);
+    } else {
+      ++refused;
+      CHECK(r.status == 1);
+      // A located error that says what is missing, never a failed build or a crash.
+      CHECK(r.err.find(": error: ") != std::string::npos);
+      CHECK(r.err.find("did not compile") == std::string::npos);
+      const bool named = r.err.find("unsupported op") != std::string::npos || r.err.find("not supported") != std::string::npos ||
+                         r.err.find("fuse's contractions take") != std::string::npos || r.err.find("shape and dtype are unknown") != std::string::npos;
+      CHECK(named);
+    }
+  }
+  MESSAGE("corpus: " << passed << " pass check, " << refused << " name what fuse does not run");
+  CHECK(passed >= 1);
+}
+#endif

@@ -408,6 +408,10 @@ class emitter {
     if (op == "nn.bias_add") return "fuse::bias_add(" + arg(0) + ", " + arg(1) + ", " + std::to_string(c.integer("axis")) + ")";
     if (op == "nn.dense" || op == "nn.matmul" || op == "nn.batch_matmul") {
       const dtype in = e.args[0]->checked.dt;
+      if (!(in == e.args[1]->checked.dt) && !(in.bits == 8 && e.args[1]->checked.dt.bits == 8))
+        throw m_.error_at(e.at, op + " of " + in.name() + " by " + e.args[1]->checked.dt.name() + ": fuse's contractions take one dtype");
+      if (in.is_float() && in.bits == 16)
+        throw m_.error_at(e.at, op + " of " + in.name() + " operands: fuse's contractions take float32, float64 or int8/uint8 (cast first)");
       const bool int8 = in.bits == 8 && !in.is_float();
       const dtype expect = int8 ? dtype::int32() : in;
       if (!(t.dt == expect))

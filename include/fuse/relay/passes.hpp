@@ -339,6 +339,47 @@ inline void inline_functions(module& m) {
   if (typed) typecheck(m);
 }
 
+/// Inlines every call of a function into the definitions that make them: closures called where
+/// they are written (FuseOps output binds `%0 = fn (..., Primitive=1) {...}` and calls
+/// `%0(...)`) and non-recursive globals, whatever their attributes. The fusion planner then sees
+/// one function of op calls, and regroups what FuseOps had grouped. Type-checks again when the
+/// module was typed.
+inline void inline_calls(module& m) {
+  using namespace pass_detail;
+  const bool typed = was_typechecked(m);
+  std::unordered_map<std::string, std::unordered_set<std::string>> callees;
+  for (definition& d : m.defs) callees[d.name] = globals_used(d.fn);
+  auto recursive = [&](const std::string& f) {
+    std::unordered_set<std::string> seen;
+    std::vector<std::string> work(callees[f].begin(), callees[f].end());
+    while (!work.empty()) {
+      std::string g = work.back();
+      work.pop_back();
+      if (g == f) return true;
+      if (!seen.insert(g).second) continue;
+      for (const std::string& h : callees[g]) work.push_back(h);
+    }
+    return false;
+  };
+  for (int round = 0; round < 64; ++round) {
+    std::unordered_map<expr*, expr*> map;
+    for (expr* e : post_order(def_roots(m))) {
+      if (e->kind != expr_kind::call || !e->callee) continue;
+      const expr* fn = nullptr;
+      if (e->callee->kind == expr_kind::function) fn = e->callee;
+      else if (e->callee->kind == expr_kind::global)
+        if (const definition* d = m.find(e->callee->name); d && !recursive(d->name)) fn = d->fn;
+      if (!fn || !fn->body || fn->args.size() != e->args.size()) continue;
+      std::unordered_map<expr*, expr*> subst;
+      for (std::size_t i = 0; i < e->args.size(); ++i) subst[fn->args[i]] = e->args[i];
+      map[e] = copy_with(m, fn->body, subst);
+    }
+    if (map.empty()) break;
+    substitute(m, map);
+  }
+  if (typed) typecheck(m);
+}
+
 // ---- SimplifyInference -------------------------------------------------------------------------
 
 /// TVM's SimplifyInference: `nn.batch_norm(x, gamma, beta, mean, var).0` becomes
