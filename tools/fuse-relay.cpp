@@ -189,8 +189,8 @@ int check(const arguments& args) {
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
   const check_report r = check_model(m, args.model, opt);
   std::filesystem::remove_all(opt.workdir);
-  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g int_differing=%.4f%% live=%.1f%%\n", r.kernels, tvm.c_str(),
-              r.max_rel_err, 100 * r.differing, 100 * r.live);
+  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g int_differing=%.4f%% live=%.1f%% input_scale=%g\n", r.kernels, tvm.c_str(),
+              r.max_rel_err, 100 * r.differing, 100 * r.live, r.input_scale);
   if (!r.ok) std::fprintf(stderr, "%s: check failed: %s", args.model.c_str(), r.detail.c_str());
   return r.ok ? 0 : 1;
 }

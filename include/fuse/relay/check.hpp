@@ -6,7 +6,8 @@
 // exactly, except where they depend on rounding a float intermediate (a float -> integer cast
 // in the program): a reordered float sum can flip a rounding tie there, so up to 0.1% of the
 // elements may differ. Inputs that make every output zero or saturated prove nothing, so the
-// report gives the share of output elements that are neither.
+// scale of the random inputs is chosen on the interpreter so that at least half the output
+// elements are live if it can be, and the report gives that share.
 #pragma once
 
 #include <cmath>
@@ -18,6 +19,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "fuse/relay/emit.hpp"
@@ -40,6 +42,7 @@ struct check_report {
   double max_rel_err = 0;         ///< over float outputs
   double differing = 0;           ///< fraction of differing integer output elements
   double live = 0;                ///< share of output elements neither zero nor saturated
+  double input_scale = 1;         ///< the magnitude chosen for the random inputs
   bool integer_tie_allowance = false;
   bool ok = false;
   std::string detail;             ///< what failed, when it did
@@ -47,17 +50,37 @@ struct check_report {
 
 namespace check_detail {
 
-/// Random contents for an input: floats in [-1, 1], integers in [-100, 100] (or [0, 100] for
-/// unsigned), bools at random; the same for a given seed and input position.
-inline value random_input(const type& t, std::uint64_t seed, std::size_t position) {
+/// Random contents for an input: floats in [-scale, scale], integers in [-100 scale, 100 scale]
+/// within the dtype's range (unsigned from 0), bools at random; the same for a given seed and
+/// input position.
+inline value random_input(const type& t, std::uint64_t seed, std::size_t position, double scale = 1.0) {
   std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + position + 1);
   value v = value::tensor(t.dt, t.shape);
-  std::uniform_real_distribution<double> ud(-1.0, 1.0);
+  std::uniform_real_distribution<double> ud(-scale, scale);
   for (double& x : v.f) x = static_cast<double>(static_cast<float>(ud(gen)));
-  const std::int64_t lo = t.dt.is_bool() ? 0 : t.dt.is_uint() ? 0 : -100, hi = t.dt.is_bool() ? 1 : 100;
-  std::uniform_int_distribution<std::int64_t> id(lo, hi);
+  const double top = t.dt.bits >= 32 ? 1e9 : std::ldexp(1.0, t.dt.bits - (t.dt.is_int() ? 1 : 0)) - 1;
+  const auto hi = static_cast<std::int64_t>(std::max(1.0, std::min(top, std::round(100 * scale))));
+  const std::int64_t lo = t.dt.is_bool() || t.dt.is_uint() ? 0 : -hi;
+  std::uniform_int_distribution<std::int64_t> id(lo, t.dt.is_bool() ? 1 : hi);
   for (std::int64_t& x : v.i) x = id(gen);
   return v;
+}
+
+/// The share of elements that are neither zero nor saturated (nor inf/NaN), over all outputs.
+inline double live_share(const std::vector<value>& outs) {
+  std::size_t total = 0, live = 0;
+  for (const value& w : outs)
+    for (std::size_t k = 0; k < static_cast<std::size_t>(w.count()); ++k) {
+      ++total;
+      if (w.floating()) {
+        live += w.f[k] != 0 && std::isfinite(w.f[k]);
+      } else {
+        const std::int64_t lo = interp::wrap(std::int64_t{1} << (w.dt.bits - 1), w.dt);
+        const std::int64_t hi = interp::wrap((std::int64_t{1} << (w.dt.bits - 1)) - 1, w.dt);
+        live += w.i[k] != 0 && (w.dt.is_bool() || (w.i[k] != lo && w.i[k] != hi));
+      }
+    }
+  return total ? static_cast<double>(live) / static_cast<double>(total) : 0.0;
 }
 
 inline bool has_float_to_int(const module& m) {
@@ -132,6 +155,7 @@ inline std::string read_text(const std::string& path) {
 inline check_report check_model(module& m, const std::string& source_name, const check_options& opt) {
   using namespace check_detail;
   check_report rep;
+  std::unordered_set<const expr*> constants_from_inputs;
   const plan p = make_plan(m);
   const emitted em = emit_header(m, p, "fuse_check_model", source_name);
   rep.kernels = em.kernels;
@@ -144,26 +168,42 @@ inline check_report check_model(module& m, const std::string& source_name, const
     rep.detail = "the generated header did not compile:\n" + read_text((dir / "build.log").string());
     return rep;
   }
-  // Inputs: the parameters, then the constants the text did not carry.
-  std::vector<value> inputs;
-  for (std::size_t i = 0; i < em.inputs.size(); ++i) {
-    inputs.push_back(random_input(em.inputs[i].t, opt.seed, i));
-    npy::write_file((dir / ("in" + std::to_string(i) + ".npy")).string(), interpreter::to_constant(inputs.back()));
+  // Inputs: the parameters, then the constants the text did not carry (attached to the
+  // module's constant nodes, so the interpreter reads the values the generated code gets).
+  // Magnitudes: inputs whose outputs are all zero or saturated prove nothing, so the scale of
+  // the random inputs is chosen on the interpreter first, among 1, 10, 0.1, 100 and 0.01: the
+  // first that leaves at least half the output elements live, else the best.
+  const std::size_t nparams = p.fn->args.size();
+  auto draw = [&](double scale) {
+    std::vector<value> in;
+    for (std::size_t i = 0; i < em.inputs.size(); ++i) in.push_back(random_input(em.inputs[i].t, opt.seed, i, scale));
+    for (expr& e : m.nodes)
+      if (e.kind == expr_kind::constant && e.meta && constants_from_inputs.count(&e))
+        for (std::size_t i = nparams; i < em.inputs.size(); ++i)
+          if (em.inputs[i].relay == "meta[" + e.meta->key + "][" + std::to_string(e.meta->index) + "]")
+            e.data = std::make_shared<const constant_data>(interpreter::to_constant(in[i]));
+    return in;
+  };
+  for (expr& e : m.nodes)
+    if (e.kind == expr_kind::constant && !e.data && e.meta) constants_from_inputs.insert(&e);
+  interpreter ip(m);
+  std::vector<value> inputs, want;
+  double best_live = -1;
+  for (double scale : {1.0, 10.0, 0.1, 100.0, 0.01}) {
+    std::vector<value> in = draw(scale);
+    std::vector<value> out = interpreter::flatten(ip.run("main", std::vector<value>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nparams))));
+    const double l = live_share(out);
+    if (l > best_live) best_live = l, inputs = std::move(in), want = std::move(out), rep.input_scale = scale;
+    if (best_live >= 0.5) break;
   }
+  draw(rep.input_scale);  // the constants of the chosen inputs, attached again
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    npy::write_file((dir / ("in" + std::to_string(i) + ".npy")).string(), interpreter::to_constant(inputs[i]));
   if (shell(exe + " " + dir.string(), (dir / "run.log").string()) != 0) {
     rep.detail = "the generated model failed:\n" + read_text((dir / "run.log").string());
     return rep;
   }
-  // The reference: the constants without data are inputs of the generated code; the
-  // interpreter gets the same values, attached to the module's constant nodes.
-  std::vector<value> params(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(p.fn->args.size()));
-  for (expr& e : m.nodes)
-    if (e.kind == expr_kind::constant && !e.data && e.meta)
-      for (std::size_t i = p.fn->args.size(); i < em.inputs.size(); ++i)
-        if (em.inputs[i].relay == "meta[" + e.meta->key + "][" + std::to_string(e.meta->index) + "]")
-          e.data = std::make_shared<const constant_data>(interpreter::to_constant(inputs[i]));
-  interpreter ip(m);
-  const std::vector<value> want = interpreter::flatten(ip.run("main", params));
+  const std::vector<value> params(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(nparams));
   rep.integer_tie_allowance = has_float_to_int(m);
   // Integer results computed from float intermediates are compared with the reference that
   // rounds float32 ops as the fused code does (see interpreter::run).
