@@ -117,6 +117,22 @@ TEST_CASE("planner: kernel counts") {
   CHECK(kernels_of(norm_then_dense) == 3);
   CHECK(kernels_of(int8_chain) == 2);  // the int32 result (read twice: stored), then requantize
   CHECK(kernels_of(attention) == 2);   // batch_matmul (evaluated whole), then scale + softmax
+  // Two results of one shape reading the same input: one pass over it.
+  CHECK(kernels_of(R"(
+def @main(%x: Tensor[(64), float32]) {
+  %0 = multiply(%x, 16f);
+  %1 = round(%0);
+  %2 = cast(%1, dtype="int8");
+  %3 = exp(%x);
+  (%2, %3)
+})") == 1);
+  // ... but not results of different shapes, nor a reduction and its input.
+  CHECK(kernels_of(R"(
+def @main(%x: Tensor[(4, 8), float32]) {
+  %0 = exp(%x);
+  %1 = sum(%x, axis=[1]);
+  (%0, %1)
+})") == 2);
   // A dense read by two consumers is stored once, not computed twice.
   CHECK(kernels_of(R"(
 def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(3, 4), float32]) {

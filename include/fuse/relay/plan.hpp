@@ -13,8 +13,8 @@
 // Everything else is inlined into its consumer's tree: elementwise ops and views (split,
 // strided_slice, reshape, transpose, concatenate, take ...) fuse anywhere, and a dense/matmul
 // read once becomes a leaf its consumer's kernel computes block by block (the epilogue).
-// Results of one shape that share a contraction are evaluated in the same pass (an LSTM cell's
-// h' and c').
+// Results of one shape that share a contraction or an input are evaluated in the same pass
+// (an LSTM cell's h' and c').
 #pragma once
 
 #include <algorithm>
@@ -180,14 +180,29 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
         if (std::find(from.outputs.begin(), from.outputs.end(), c) != from.outputs.end()) return true;
     return false;
   };
+  // Kernels whose outputs are elementwise trees (not a reduction, softmax or contraction at the
+  // root, which have kernels of their own) can share a pass.
+  const auto is_tree_kernel = [&](const kernel& k) {
+    for (const expr* o : k.outputs)
+      if (is_reduction(o) || is_contraction(o)) return false;
+    return true;
+  };
   for (std::size_t a = 0; a < p.kernels.size(); ++a) {
     for (std::size_t b = a + 1; b < p.kernels.size() && !p.kernels[a].outputs.empty(); ++b) {
       kernel& ka = p.kernels[a];
       kernel& kb = p.kernels[b];
-      if (kb.outputs.empty() || !(ka.outputs[0]->checked == kb.outputs[0]->checked)) continue;
+      if (kb.outputs.empty() || ka.outputs[0]->checked.shape != kb.outputs[0]->checked.shape) continue;  // dtypes may differ
+      if (!is_tree_kernel(ka) || !is_tree_kernel(kb)) continue;
+      // Worth one pass when they read something in common: a contraction (computed once), or
+      // an input or stored value (read once instead of twice).
       bool shares = false;
       for (const expr* x : ka.ops)
         if (is_contraction(x) && std::find(kb.ops.begin(), kb.ops.end(), x) != kb.ops.end()) shares = true;
+      for (const expr* x : ka.ops)
+        for (const expr* c : inputs(x))
+          if (c->kind != expr_kind::call || p.materialized.count(c))
+            for (const expr* y : kb.ops)
+              if (std::find(y->args.begin(), y->args.end(), c) != y->args.end()) shares = true;
       if (!shares) continue;
       // b itself may read a's outputs (an LSTM's h' reads c'): in the merged pass it reads
       // their trees, which the pass computes anyway.
