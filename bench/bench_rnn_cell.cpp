@@ -27,7 +27,7 @@
 // The fused variants' counter one_pass is 1 when fuse ran the cell as one blocked pass (every
 // contraction computed block by block inside it), 0 when it fell back to evaluating one whole.
 #include <Eigen/Core>
-#include <immintrin.h>
+#include <xsimd/xsimd.hpp>
 
 #include <cstring>
 #include <map>
@@ -202,29 +202,17 @@ void lstm_eigen(benchmark::State& state) {
 
 /// Sum of n floats, vectorized, four accumulators: a read-only pass at memory bandwidth.
 float stream_sum(const float* p, index_t n) {
+  using V = xsimd::batch<float>;
+  constexpr index_t W = static_cast<index_t>(V::size);
+  V a0(0.0f), a1(0.0f), a2(0.0f), a3(0.0f);
   index_t i = 0;
-  float s = 0;
-#if defined(__AVX512F__)
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (; i + 64 <= n; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(p + i));
-    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(p + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(p + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(p + i + 48));
+  for (; i + 4 * W <= n; i += 4 * W) {
+    a0 += V::load_unaligned(p + i);
+    a1 += V::load_unaligned(p + i + W);
+    a2 += V::load_unaligned(p + i + 2 * W);
+    a3 += V::load_unaligned(p + i + 3 * W);
   }
-  s = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-#elif defined(__AVX__)
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (; i + 32 <= n; i += 32) {
-    a0 = _mm256_add_ps(a0, _mm256_loadu_ps(p + i));
-    a1 = _mm256_add_ps(a1, _mm256_loadu_ps(p + i + 8));
-    a2 = _mm256_add_ps(a2, _mm256_loadu_ps(p + i + 16));
-    a3 = _mm256_add_ps(a3, _mm256_loadu_ps(p + i + 24));
-  }
-  alignas(32) float t[8];
-  _mm256_store_ps(t, _mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)));
-  for (float v : t) s += v;
-#endif
+  float s = xsimd::hadd((a0 + a1) + (a2 + a3));
   for (; i < n; ++i) s += p[i];
   return s;
 }

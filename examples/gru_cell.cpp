@@ -18,7 +18,6 @@
 //
 //   usage: gru_cell [batch=4] [input=256] [hidden=256] [steps=20] [tolerance]
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -27,22 +26,14 @@
 
 #include <fuse/fuse.hpp>
 
+#include "cell_example.hpp"
+
 namespace {
 
 using fuse::index_t;
 
-/// argv[i] as a positive integer, or `fallback` when absent.
-index_t arg(int argc, char** argv, int i, index_t fallback) {
-  if (i >= argc) return fallback;
-  const long long v = std::atoll(argv[i]);
-  if (v <= 0) {
-    std::fprintf(stderr, "gru_cell: argument %d must be a positive integer, got '%s'\n", i, argv[i]);
-    std::exit(2);
-  }
-  return static_cast<index_t>(v);
-}
-
-double sigmoid_ref(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+using example::positive_arg;
+using example::sigmoid;
 
 /// The reference: the same T steps in double precision, written out as plain loops.
 /// Returns the final h, [batch * hidden] row-major.
@@ -63,8 +54,8 @@ std::vector<double> reference_gru(const fuse::tensor<float, 3>& xs, const fuse::
         gh[n] = sh;
       }
       for (std::size_t j = 0; j < H; ++j) {
-        const double r = sigmoid_ref(gi[j] + gh[j]);
-        const double z = sigmoid_ref(gi[H + j] + gh[H + j]);
+        const double r = sigmoid(gi[j] + gh[j]);
+        const double z = sigmoid(gi[H + j] + gh[H + j]);
         const double n = std::tanh(gi[2 * H + j] + r * gh[2 * H + j]);
         h_next[bi * H + j] = (1.0 - z) * n + z * h[bi * H + j];
       }
@@ -77,8 +68,8 @@ std::vector<double> reference_gru(const fuse::tensor<float, 3>& xs, const fuse::
 }  // namespace
 
 int main(int argc, char** argv) {
-  const index_t batch = arg(argc, argv, 1, 4), input = arg(argc, argv, 2, 256);
-  const index_t hidden = arg(argc, argv, 3, 256), steps = arg(argc, argv, 4, 20);
+  const index_t batch = positive_arg(argc, argv, 1, 4), input = positive_arg(argc, argv, 2, 256);
+  const index_t hidden = positive_arg(argc, argv, 3, 256), steps = positive_arg(argc, argv, 4, 20);
   // A float32 sum of k products is off by at most about k units of float's last place of the
   // sum of |products|, which is O(1) here; the default leaves room for that.
   const double tol = argc > 5 ? std::atof(argv[5]) : 1e-6 * static_cast<double>(std::max(input, hidden) + 1);
@@ -134,33 +125,12 @@ int main(int argc, char** argv) {
               static_cast<long long>(batch), static_cast<long long>(input), static_cast<long long>(hidden),
               static_cast<long long>(steps), static_cast<long long>(3 * hidden), static_cast<long long>(input),
               static_cast<long long>(3 * hidden), static_cast<long long>(hidden));
-  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f product blockss, %zu whole "
+  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f product blocks, %zu whole "
               "evaluations, %zu passes through temporaries\n",
               double(st.passes) / double(steps), double(st.blocks) / double(steps),
               double(st.partial_leaves) / double(steps), st.whole_leaves, st.through_temporaries);
 
-  // ---- check against the double-precision loop --------------------------------------------------
+  // ---- check against the double-precision loop, then time ----------------------------------------
   const auto ref = reference_gru(xs, w_ih, w_hh, b_ih, b_hh, batch, input, hidden, steps);
-  double max_err = 0;
-  for (index_t i = 0; i < batch; ++i)
-    for (index_t j = 0; j < hidden; ++j) max_err = std::max(max_err, std::fabs(double(h(i, j)) - ref[i * hidden + j]));
-  std::printf("  final h vs the double-precision reference: max abs error %.2e (tolerance %.1e)\n", max_err, tol);
-
-  // ---- time: best of several runs of the whole sequence -----------------------------------------
-  double best = 1e300;
-  for (int rep = 0; rep < 10; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    run_sequence();
-    const auto t1 = std::chrono::steady_clock::now();
-    best = std::min(best, std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
-  std::printf("  %.2f us per step (best of 10 runs of %lld steps)\n", best / double(steps),
-              static_cast<long long>(steps));
-
-  if (!(max_err <= tol)) {
-    std::printf("FAILED: the error exceeds the tolerance\n");
-    return 1;
-  }
-  std::printf("OK\n");
-  return 0;
+  return example::check_and_time(h, ref, tol, run_sequence, steps);
 }

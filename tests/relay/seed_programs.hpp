@@ -70,4 +70,15 @@ inline std::string restore_ty_comments(std::string s) {
   return s;
 }
 
+/// The first seed's cell, dense -> split -> sigmoid/tanh/exp -> multiply/add, as the test
+/// programs write it (graph normal form, projections bound), at batch `batch`.
+inline std::string seed_cell_relay(int batch = 1) {
+  const std::string b = std::to_string(batch);
+  return "def @main(%x: Tensor[(" + b + ", 10), float32], %w: Tensor[(30, 10), float32]) {\n"
+         "  %0 = nn.dense(%x, %w, units=None) /* ty=Tensor[(" + b + ", 30), float32] */;\n"
+         "  %1 = split(%0, indices_or_sections=3, axis=1);\n"
+         "  %2 = %1.0;\n  %3 = sigmoid(%2);\n  %4 = %1.1;\n  %5 = tanh(%4);\n  %6 = %1.2;\n  %7 = exp(%6);\n"
+         "  %8 = multiply(%5, %7);\n  add(%3, %8)\n}\n";
+}
+
 }  // namespace fuse::test

@@ -16,6 +16,7 @@
 #include <fuse/relay/plan.hpp>
 #include <fuse/relay/typecheck.hpp>
 
+#include "relay/seed_programs.hpp"
 #include "support/random.hpp"
 
 using namespace fuse::relay;
@@ -32,16 +33,7 @@ std::size_t kernels_of(const std::string& text) {
   return plan_of(m).kernels.size();
 }
 
-const char* seed_cell = R"(
-def @main(%x: Tensor[(1, 10), float32], %w: Tensor[(30, 10), float32]) {
-  %0 = nn.dense(%x, %w, units=None);
-  %1 = split(%0, indices_or_sections=3, axis=1);
-  %2 = sigmoid(%1.0);
-  %3 = tanh(%1.1);
-  %4 = exp(%1.2);
-  %5 = multiply(%3, %4);
-  add(%2, %5)
-})";
+const std::string seed_cell = fuse::test::seed_cell_relay();
 
 // An LSTM cell: one dense over [x, h], four gates, two results of one shape.
 const char* lstm_cell = R"(
@@ -106,6 +98,13 @@ def @main(%q: Tensor[(1, 6, 8), float32], %k: Tensor[(1, 6, 8), float32]) {
   %6 = nn.batch_matmul(%2, %5, transpose_b=True);
   %7 = multiply(%6, 0.5f);
   nn.softmax(%7, axis=-1)
+})";
+
+// One node returned twice and an input returned as it is: every output must be written.
+const char* returned_twice = R"(
+def @main(%x: Tensor[(5, 3), float32]) {
+  %0 = exp(%x);
+  (%0, %0, %x)
 })";
 
 }  // namespace
@@ -225,7 +224,8 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
                                                                                     {"lstm_cell", lstm_cell},
                                                                                     {"norm_then_dense", norm_then_dense},
                                                                                     {"int8_chain", int8_chain},
-                                                                                    {"attention", attention}}) {
+                                                                                    {"attention", attention},
+                                                                                    {"returned_twice", returned_twice}}) {
     CAPTURE(name);
     const checked_run r = check_program(name, text);
     INFO(r.out << r.err);

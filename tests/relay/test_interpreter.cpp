@@ -17,6 +17,7 @@
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/typecheck.hpp>
 
+#include "relay/seed_programs.hpp"
 #include "support/random.hpp"
 
 using namespace fuse::relay;
@@ -47,19 +48,7 @@ value run1(const std::string& text, const std::vector<value>& inputs) {
 }  // namespace
 
 TEST_CASE("interpreter: the seed's cell, dense -> split -> sigmoid/tanh/exp -> multiply/add") {
-  const std::string text = R"(
-def @main(%x: Tensor[(3, 10), float32], %w: Tensor[(30, 10), float32]) {
-  %0 = nn.dense(%x, %w, units=None) /* ty=Tensor[(3, 30), float32] */;
-  %1 = split(%0, indices_or_sections=3, axis=1) /* ty=(Tensor[(3, 10), float32], Tensor[(3, 10), float32], Tensor[(3, 10), float32]) */;
-  %2 = %1.0;
-  %3 = sigmoid(%2);
-  %4 = %1.1;
-  %5 = tanh(%4);
-  %6 = %1.2;
-  %7 = exp(%6);
-  %8 = multiply(%5, %7);
-  add(%3, %8)
-})";
+  const std::string text = fuse::test::seed_cell_relay(3);
   const value x = random_tensor("float32", {3, 10}, 1), w = random_tensor("float32", {30, 10}, 2);
   const value out = run1(text, {x, w});
   REQUIRE(out.shape == std::vector<std::int64_t>{3, 10});

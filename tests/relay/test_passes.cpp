@@ -142,7 +142,7 @@ void check_round_trip(const module& m, const std::string& what) {
 std::size_t count_calls(module& m, const std::string& op) {
   std::size_t n = 0;
   for (expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
-    if (pass_detail::is_op_call(e, op)) ++n;
+    if (is_op_call(e, op)) ++n;
   return n;
 }
 std::size_t count_kind(module& m, expr_kind k) {

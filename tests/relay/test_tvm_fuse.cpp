@@ -12,6 +12,8 @@
 #include <fuse/relay/tvm_fuse.hpp>
 #include <fuse/relay/typecheck.hpp>
 
+#include "relay/seed_programs.hpp"
+
 using namespace fuse::relay;
 
 namespace {
@@ -63,20 +65,7 @@ std::string seed_function(const std::string& text, std::size_t& from) {
 TEST_CASE("tvm planner: the seed cell dense -> split -> sigmoid/tanh/exp -> multiply/add gives 2 groups") {
   // Section 2.4: ipdom(dense) = split with dom pattern injective, so the anchor stays alone in
   // phase 0; split reaches add through injective-or-less groups and joins it in phase 1.
-  const planned p = plan_of(R"(
-def @main(%x: Tensor[(1, 10), float32], %w: Tensor[(30, 10), float32]) {
-  %0 = nn.dense(%x, %w, units=None);
-  %1 = split(%0, indices_or_sections=3, axis=1);
-  %2 = %1.0;
-  %3 = sigmoid(%2);
-  %4 = %1.1;
-  %5 = tanh(%4);
-  %6 = %1.2;
-  %7 = exp(%6);
-  %8 = multiply(%5, %7);
-  add(%3, %8)
-}
-)");
+  const planned p = plan_of(fuse::test::seed_cell_relay());
   CHECK(describe(p.plan) == "nn.dense | split,.0,sigmoid,.1,tanh,.2,exp,multiply,add");
   CHECK(p.plan.kernels() == 2);
   REQUIRE(p.plan.groups.size() == 2);

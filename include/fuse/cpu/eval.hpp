@@ -444,20 +444,10 @@ void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, co
 
 namespace detail {
 
-/// What eval reads an argument as: an expression tree by reference (it lives until eval
-/// returns; copying a cell's tree of ~800 bytes level by level cost more than a 10-element
-/// cell's arithmetic), anything else (tensors, scalars, containers) converted by value.
-template <class X>
-decltype(auto) eval_operand(X&& x) {
-  using D = std::remove_cvref_t<X>;
-  if constexpr (expression<D> && !is_tensor_view<D>::value) return static_cast<const D&>(x);
-  else return as_expr(static_cast<X&&>(x));
-}
-
 template <class Out, class Expr, class... Opt>
 void eval_one(Out&& out_, Expr&& expr_, const Opt&... opt) {
   auto out = as_output(static_cast<Out&&>(out_));
-  auto&& expr = eval_operand(static_cast<Expr&&>(expr_));
+  auto&& expr = as_node(static_cast<Expr&&>(expr_));  // the tree lives until eval returns
   using O = decltype(out);
   using E = std::remove_cvref_t<decltype(expr)>;
   static_assert(output_dtype_matches_expression<typename O::value_type, typename E::value_type>,

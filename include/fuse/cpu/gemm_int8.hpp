@@ -433,13 +433,20 @@ inline index_t panel_bytes(index_t kc, bool corr) {
 /// makes ready the panels of that block and returns the first one and the bytes from one to the
 /// next. Columns are counted in panel space, where the product's column 0 is column `skip` of
 /// the first panel (prepacked weights read from a column inside a panel).
+/// Whether B sits on vpdpbusd's unsigned side (uint8 B), and whether the accumulators start
+/// from a per-column correction (A and B of one signedness: one side is flipped by 128).
+template <class TA, class TB>
+inline constexpr bool b_unsigned = isa::vnni && std::is_same_v<TB, std::uint8_t>;
+template <class TA, class TB>
+inline constexpr bool corrected = isa::vnni && std::is_same_v<TA, TB>;
+
 template <class TA, class TB, class BPanels>
 void blocked(index_t m, index_t n, index_t k, strided<TA> a, index_t kc_step, BPanels&& bpanels, index_t skip,
              std::int32_t* c, index_t rs, index_t cs) {
   constexpr int G = isa::G, MR = isa::MR, NR = isa::W * isa::NRV;
   constexpr index_t MC = isa::MC, NC = isa::NC;
-  constexpr bool BU = isa::vnni && std::is_same_v<TB, std::uint8_t>;
-  constexpr bool CORR = isa::vnni && std::is_same_v<TA, TB>;
+  constexpr bool BU = b_unsigned<TA, TB>;
+  constexpr bool CORR = corrected<TA, TB>;
   constexpr unsigned char flip = CORR ? 0x80 : 0;
   const index_t np = skip + n;
   const index_t kg_max = (std::min(kc_step, k) + G - 1) / G;
@@ -473,8 +480,7 @@ template <class TA, class TB>
 void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int32_t* c, index_t rs, index_t cs) {
   constexpr int G = isa::G, NR = isa::W * isa::NRV;
   static_assert(isa::KC % 4 == 0 && isa::MC % isa::MR == 0 && isa::NC % NR == 0, "int8 GEMM blocking");
-  constexpr bool BU = isa::vnni && std::is_same_v<TB, std::uint8_t>;
-  constexpr bool CORR = isa::vnni && std::is_same_v<TA, TB>;
+  constexpr bool CORR = corrected<TA, TB>;
   const index_t kc_step = kc_for(k);
   const index_t nc_max = std::min(isa::NC, round_up(n, NR));
   gemm::detail::aligned_buffer<unsigned char> bbuf(
@@ -485,7 +491,8 @@ void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int
                     for (index_t jp = 0; jp < nc; jp += NR) {
                       unsigned char* bp = bbuf.p + jp / NR * bstride;
                       pack_panel<G>(bp, &b(k0, jb + jp), b.cs, b.rs, std::min<index_t>(NR, nc - jp), NR, kc, 0);
-                      if constexpr (CORR) store_correction<BU, std::is_same_v<TA, std::int8_t>>(bp, (kc + G - 1) / G);
+                      if constexpr (CORR)
+                        store_correction<b_unsigned<TA, TB>, std::is_same_v<TA, std::int8_t>>(bp, (kc + G - 1) / G);
                     }
                     return std::pair<const unsigned char*, index_t>{bbuf.p, bstride};
                   },

@@ -74,14 +74,11 @@ scalar_expr<T> adopt_scalar(S v, const char* op_name) {
   else return {static_cast<T>(v)};
 }
 
-/// An operand as a node: an expression node passes through by reference (make_map copies it
-/// once, into its slot), anything else is converted.
+/// An operand as a node (make_map copies it once, into its slot): C++ scalars adopt dtype T.
 template <element T, class X>
 decltype(auto) operand(X&& x, const char* op_name) {
   if constexpr (arithmetic_scalar<X>) return adopt_scalar<T>(x, op_name);
-  else if constexpr (expression<std::remove_cvref_t<X>> && !is_tensor_view<std::remove_cvref_t<X>>::value)
-    return static_cast<X&&>(x);
-  else return as_expr(static_cast<X&&>(x));
+  else return as_node(static_cast<X&&>(x));
 }
 
 }  // namespace detail

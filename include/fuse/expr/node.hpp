@@ -134,6 +134,17 @@ FUSE_HD constexpr decltype(auto) as_expr(X&& x) {
   }
 }
 
+/// An argument as a node without copying it: an expression node passes through as the
+/// reference it came as (a caller storing it copies it once; eval reads it in place: a cell's
+/// tree rebuilt at every call must not be copied level by level); anything else is converted
+/// by as_expr.
+template <class X>
+FUSE_HD constexpr decltype(auto) as_node(X&& x) {
+  using D = std::remove_cvref_t<X>;
+  if constexpr (expression<D> && !is_tensor_view<D>::value) return static_cast<X&&>(x);
+  else return as_expr(static_cast<X&&>(x));
+}
+
 /// What as_expr makes of an argument of type X.
 template <class X>
 using expr_t = std::remove_cvref_t<decltype(as_expr(std::declval<X>()))>;

@@ -85,7 +85,7 @@ inline double live_share(const std::vector<value>& outs) {
 
 inline bool has_float_to_int(const module& m) {
   for (const expr& e : m.nodes)
-    if (e.kind == expr_kind::call && e.callee && e.callee->kind == expr_kind::op && e.callee->name == "cast" && !e.args.empty() &&
+    if (is_op_call(&e, "cast") && !e.args.empty() &&
         e.args[0]->checked.is_tensor() && e.args[0]->checked.dt.is_float() && !e.checked.dt.is_float())
       return true;
   return false;

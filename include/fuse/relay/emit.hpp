@@ -14,9 +14,11 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <map>
+#include <set>
+#include <string_view>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -97,11 +99,11 @@ class emitter {
     name_ports(out);
     std::ostringstream body;
     for (std::size_t k = 0; k < p_.kernels.size(); ++k) emit_kernel(k, body);
-    // Results that no kernel writes (an input or a constant returned as it is, or one node
-    // returned twice): copied.
+    // Results that no kernel writes (an input or a constant returned as it is, or a node
+    // returned twice, which its kernel writes into its first output): copied.
     for (std::size_t r = 0; r < p_.results.size(); ++r)
-      if (written_[r].empty())
-        body << "  fuse::eval(" << out.outputs[r].name << ", " << storage(p_.results[r]) << ");  // result " << r << "\n";
+      if (const std::string from = ref(p_.results[r], {}); from != out.outputs[r].name)
+        body << "  fuse::eval(" << out.outputs[r].name << ", " << from << ");  // result " << r << "\n";
     out.kernels = p_.kernels.size();
 
     std::ostringstream h;
@@ -179,28 +181,14 @@ class emitter {
       inits_ << (inits_.str().empty() ? "      " : ",\n      ") << n << "(" << (t.shape.empty() ? "" : int_list(t.shape)) << ")";
       const std::string ct = cxx_type(m_, *a, t.dt);
       ctor_ << "  {\n    static const " << (t.dt.is_bool() ? "unsigned char" : ct == "fuse::half" || ct == "fuse::bfloat16" ? "std::uint16_t" : ct) << " data[] = {";
-      const std::size_t es = t.dt.bytes();
       const auto count = static_cast<std::size_t>(a->data->elements());
       for (std::size_t e = 0; e < count; ++e) {
-        std::uint64_t bits = 0;
-        for (std::size_t b = 0; b < es; ++b) bits |= static_cast<std::uint64_t>(a->data->bytes[e * es + b]) << (8 * b);
-        std::string lit;
-        if (t.dt.code == dtype::float_code && t.dt.bits == 32) {
-          float f;
-          const auto u = static_cast<std::uint32_t>(bits);
-          std::memcpy(&f, &u, 4);
-          lit = literal(f, 0, t.dt);
-        } else if (t.dt.code == dtype::float_code && t.dt.bits == 64) {
-          double f;
-          std::memcpy(&f, &bits, 8);
-          lit = literal(f, 0, t.dt);
-        } else if (es == 2 && t.dt.is_float()) {
-          lit = std::to_string(bits);
-        } else {
-          std::int64_t v = static_cast<std::int64_t>(bits);
-          if (t.dt.is_int() && es < 8 && (bits >> (8 * es - 1)) & 1) v -= static_cast<std::int64_t>(std::uint64_t{1} << (8 * es));
-          lit = t.dt.is_bool() ? std::to_string(bits & 1) : std::to_string(v) + (es == 8 ? "LL" : "");
-        }
+        // 16-bit floats as their bits (from_bits below), everything else as an exact literal.
+        const std::int64_t i = t.dt.is_float() ? 0 : a->data->integer(e);
+        const std::string lit = t.dt.is_float() && t.dt.bits == 16 ? std::to_string(a->data->raw(e))
+                                : t.dt.is_float()                  ? literal(a->data->real(e), 0, t.dt)
+                                : i == INT64_MIN                   ? "(-9223372036854775807LL - 1)"
+                                                                   : std::to_string(i) + (t.dt.bits == 64 ? "LL" : "");
         ctor_ << (e ? ", " : "") << lit;
       }
       if (!count) ctor_ << "0";
@@ -225,7 +213,6 @@ class emitter {
         if (d < 0) throw m_.error_at(p_.results[r]->at, "result " + std::to_string(r) + " has a dynamic extent: " + t.str());
       out.outputs.push_back({"out" + std::to_string(r), "result " + std::to_string(r), t});
     }
-    written_.assign(p_.results.size(), "");
     // Intermediates: members, allocated once.
     std::size_t tcount = 0;
     for (const kernel& k : p_.kernels)
@@ -277,25 +264,9 @@ class emitter {
   std::string ref(const expr* e, const std::unordered_map<const expr*, std::string>& local) const {
     if (auto it = local.find(e); it != local.end()) return it->second;
     if (e->kind == expr_kind::constant && e->data && e->checked.is_tensor() && e->checked.shape.empty()) {
-      double f = 0;
-      std::int64_t i = 0;
       const dtype d = e->checked.dt;
-      std::uint64_t bits = 0;
-      for (std::size_t b = 0; b < d.bytes(); ++b) bits |= static_cast<std::uint64_t>(e->data->bytes[b]) << (8 * b);
-      if (d.code == dtype::float_code && d.bits == 32) {
-        float x;
-        const auto u = static_cast<std::uint32_t>(bits);
-        std::memcpy(&x, &u, 4);
-        f = x;
-      } else if (d.code == dtype::float_code && d.bits == 64) {
-        std::memcpy(&f, &bits, 8);
-      } else if (d.is_float()) {
-        throw m_.error_at(e->at, "a float16/bfloat16 scalar constant is not supported yet");
-      } else {
-        i = static_cast<std::int64_t>(bits);
-        if (d.is_int() && d.bytes() < 8 && (bits >> (8 * d.bytes() - 1)) & 1) i -= static_cast<std::int64_t>(std::uint64_t{1} << (8 * d.bytes()));
-      }
-      return literal(f, i, d);
+      if (d.is_float() && d.bits == 16) throw m_.error_at(e->at, "a float16/bfloat16 scalar constant is not supported yet");
+      return d.is_float() ? literal(e->data->real(0), 0, d) : literal(0, e->data->integer(0), d);
     }
     return storage(e);
   }
@@ -362,13 +333,6 @@ class emitter {
       for (const expr* o : k.outputs) out << ", " << local.at(o);
       out << ");\n";
     }
-    for (const expr* o : k.outputs)
-      if (const std::size_t r = result_index(o); r != npos) written_[r] = storage(o);
-    // A node returned twice is written once; the other results copy it.
-    for (std::size_t r = 0; r < p_.results.size(); ++r)
-      if (written_[r].empty())
-        for (const expr* o : k.outputs)
-          if (p_.results[r] == o) written_[r] = storage(o);
     out << "  }\n";
   }
 
@@ -384,18 +348,20 @@ class emitter {
       if (auto it = packed_.find(e.args[i]); it != packed_.end()) return it->second;
       return arg(i);
     };
-    static const std::map<std::string, std::string> unary = {
-        {"sigmoid", "sigmoid"}, {"tanh", "tanh"}, {"fast_tanh", "tanh"}, {"exp", "exp"}, {"fast_exp", "exp"}, {"log", "log"},
-        {"sqrt", "sqrt"}, {"rsqrt", "rsqrt"}, {"erf", "erf"}, {"fast_erf", "erf"}, {"round", "round"}, {"floor", "floor"},
-        {"ceil", "ceil"}, {"trunc", "trunc"}, {"abs", "abs"}, {"negative", "negative"}, {"sign", "sign"}, {"nn.relu", "relu"},
-        {"logical_not", "logical_not"}};
-    static const std::map<std::string, std::string> binary = {
-        {"add", "add"}, {"subtract", "subtract"}, {"multiply", "multiply"}, {"divide", "divide"}, {"power", "power"},
-        {"maximum", "maximum"}, {"minimum", "minimum"}, {"equal", "equal"}, {"not_equal", "not_equal"}, {"less", "less"},
-        {"less_equal", "less_equal"}, {"greater", "greater"}, {"greater_equal", "greater_equal"}, {"logical_and", "logical_and"},
-        {"logical_or", "logical_or"}, {"logical_xor", "logical_xor"}};
-    if (auto it = unary.find(op); it != unary.end()) return "fuse::" + it->second + "(" + arg(0) + ")";
-    if (auto it = binary.find(op); it != binary.end()) return "fuse::" + it->second + "(" + arg(0) + ", " + arg(1) + ")";
+    // Elementwise ops: fuse's function of the Relay name without its "nn." or "fast_" prefix
+    // (fuse's exp, tanh and erf are already fast and accurate).
+    static const std::set<std::string_view> elementwise = {
+        "sigmoid", "tanh", "fast_tanh", "exp", "fast_exp", "log", "sqrt", "rsqrt", "erf", "fast_erf", "round", "floor", "ceil",
+        "trunc", "abs", "negative", "sign", "nn.relu", "logical_not", "add", "subtract", "multiply", "divide", "power", "maximum",
+        "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"};
+    if (elementwise.count(op)) {
+      std::string_view f = op;
+      for (std::string_view prefix : {"nn.", "fast_"})
+        if (f.starts_with(prefix)) f.remove_prefix(prefix.size());
+      std::string s = "fuse::" + std::string(f) + "(";
+      for (std::size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + arg(i);
+      return s + ")";
+    }
     if (op == "copy" || op == "annotation.stop_fusion" || op == "on_device" || op == "device_copy") return "";
     const type& t = e.checked;
     const std::string ct = cxx_type(m_, e, t.dt);
@@ -426,12 +392,7 @@ class emitter {
       return "fuse::reshape(" + arg(0) + ", " + int_list(t.shape) + ")";
     }
     const std::int64_t in_rank = e.args.empty() || !e.args[0]->checked.is_tensor() ? 0 : static_cast<std::int64_t>(e.args[0]->checked.shape.size());
-    if (op == "transpose") {
-      std::vector<std::int64_t> axes;
-      if (c.is_none("axes")) for (std::int64_t i = in_rank - 1; i >= 0; --i) axes.push_back(i);
-      else for (std::int64_t a : c.integers("axes")) axes.push_back(c.axis(a, in_rank));
-      return "fuse::transpose(" + arg(0) + ", " + int_list(axes) + ")";
-    }
+    if (op == "transpose") return "fuse::transpose(" + arg(0) + ", " + int_list(c.transpose_axes(in_rank)) + ")";
     if (op == "split") {
       const std::int64_t axis = c.axis(c.integer("axis"), in_rank);
       const attr_value* ios = c.find("indices_or_sections");
@@ -456,10 +417,7 @@ class emitter {
       return "fuse::take(" + arg(0) + ", " + arg(1) + ", " + std::to_string(c.axis(c.integer("axis"), in_rank)) + ", " + m + ")";
     }
     if (op == "sum" || op == "mean" || op == "max" || op == "min" || op == "prod") {
-      std::vector<bool> red(static_cast<std::size_t>(in_rank), c.is_none("axis"));
-      if (!c.is_none("axis"))
-        for (std::int64_t a : c.integers("axis")) red[static_cast<std::size_t>(c.axis(a, in_rank))] = true;
-      if (c.boolean("exclude")) red.flip();
+      const std::vector<bool> red = c.reduced_axes(in_rank);
       std::vector<std::int64_t> axes;
       for (std::int64_t i = 0; i < in_rank; ++i)
         if (red[static_cast<std::size_t>(i)]) axes.push_back(i);
@@ -483,7 +441,6 @@ class emitter {
   const plan& p_;
   std::string ns_, source_;
   std::unordered_map<const expr*, std::string> names_, packed_;
-  std::vector<std::string> written_;
   std::ostringstream members_, inits_, ctor_, check_;
 };
 

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -73,11 +72,8 @@ inline std::int64_t wrap(std::int64_t x, dtype d) {
 }
 
 /// A double held in floating dtype d: float16/bfloat16 rounded; float32 kept in double
-/// precision but overflowing where float32 would.
-/// Set while an interpreter runs with float32 rounding after every op (see interpreter::run).
-inline thread_local bool round_float32 = false;
-
-inline double hold(double v, dtype d) {
+/// precision but overflowing where float32 would (or rounded to float32 with round_float32).
+inline double hold(double v, dtype d, bool round_float32 = false) {
   if (round_float32 && d.code == dtype::float_code && d.bits == 32) return static_cast<double>(static_cast<float>(v));
   if (d.bits == 16 && d.code == dtype::float_code) return static_cast<double>(static_cast<float>(fuse::half(static_cast<float>(v))));
   if (d.code == dtype::bfloat_code) return static_cast<double>(static_cast<float>(fuse::bfloat16(static_cast<float>(v))));
@@ -90,10 +86,10 @@ inline double hold(double v, dtype d) {
 }
 
 /// Converts element k of v to dtype `to` (fuse's cast semantics: docs/ops.md).
-inline void convert(const value& v, std::size_t k, value& out, std::size_t o) {
+inline void convert(const value& v, std::size_t k, value& out, std::size_t o, bool round_float32) {
   const dtype to = out.dt;
   if (to.is_float()) {
-    out.f[o] = hold(v.as_double(k), to);
+    out.f[o] = hold(v.as_double(k), to, round_float32);
     return;
   }
   if (to.is_bool()) {
@@ -164,11 +160,7 @@ class interpreter {
   value run(const std::string& name, const std::vector<value>& inputs, bool float32_rounding = false) {
     const definition* d = m_.find(name);
     if (!d) throw relay::error("the module has no @" + name);
-    struct restore {
-      bool saved = interp::round_float32;
-      ~restore() { interp::round_float32 = saved; }
-    } r;
-    interp::round_float32 = float32_rounding;
+    round_float32_ = float32_rounding;
     return call(*d->fn, inputs, 0);
   }
 
@@ -193,54 +185,21 @@ class interpreter {
     constant_data c;
     c.dt = v.dt;
     c.shape = v.shape;
-    const std::size_t es = v.dt.bytes();
     const auto n = static_cast<std::size_t>(v.count());
-    c.bytes.resize(n * es);
+    c.bytes.resize(n * v.dt.bytes());
     for (std::size_t k = 0; k < n; ++k) {
-      std::uint64_t bits = 0;
-      if (v.dt.code == dtype::float_code && v.dt.bits == 32) {
-        const float x = static_cast<float>(v.f[k]);
-        std::uint32_t u;
-        std::memcpy(&u, &x, 4);
-        bits = u;
-      } else if (v.dt.code == dtype::float_code && v.dt.bits == 64) {
-        std::memcpy(&bits, &v.f[k], 8);
-      } else if (v.dt.code == dtype::float_code && v.dt.bits == 16) {
-        bits = fuse::half(static_cast<float>(v.f[k])).bits();
-      } else if (v.dt.code == dtype::bfloat_code) {
-        bits = fuse::bfloat16(static_cast<float>(v.f[k])).bits();
-      } else {
-        bits = static_cast<std::uint64_t>(v.i[k]);
-      }
-      for (std::size_t b = 0; b < es && b < 8; ++b) c.bytes[k * es + b] = static_cast<unsigned char>(bits >> (8 * b));
+      if (v.floating()) c.set_real(k, v.f[k]);
+      else c.set_integer(k, v.i[k]);
     }
     return c;
   }
 
   static value from_constant(const constant_data& c) {
     value v = value::tensor(c.dt, c.shape);
-    const std::size_t n = static_cast<std::size_t>(v.count());
-    const std::size_t es = c.dt.bytes();
+    const auto n = static_cast<std::size_t>(v.count());
     for (std::size_t k = 0; k < n; ++k) {
-      const unsigned char* p = c.bytes.data() + k * es;
-      std::uint64_t bits = 0;
-      for (std::size_t b = 0; b < es && b < 8; ++b) bits |= static_cast<std::uint64_t>(p[b]) << (8 * b);
-      if (c.dt.code == dtype::float_code && c.dt.bits == 32) {
-        float x;
-        const auto u = static_cast<std::uint32_t>(bits);
-        std::memcpy(&x, &u, 4);
-        v.f[k] = x;
-      } else if (c.dt.code == dtype::float_code && c.dt.bits == 64) {
-        double x;
-        std::memcpy(&x, &bits, 8);
-        v.f[k] = x;
-      } else if (c.dt.code == dtype::float_code && c.dt.bits == 16) {
-        v.f[k] = static_cast<double>(static_cast<float>(fuse::half::from_bits(static_cast<std::uint16_t>(bits))));
-      } else if (c.dt.code == dtype::bfloat_code) {
-        v.f[k] = static_cast<double>(static_cast<float>(fuse::bfloat16::from_bits(static_cast<std::uint16_t>(bits))));
-      } else {
-        v.i[k] = interp::wrap(static_cast<std::int64_t>(bits), c.dt);
-      }
+      if (v.floating()) v.f[k] = c.real(k);
+      else v.i[k] = c.integer(k);
     }
     return v;
   }
@@ -342,7 +301,7 @@ class interpreter {
   }
 
   /// The value of a, moved out of env at its last use.
-  value take(const expr* a, std::unordered_map<const expr*, value>& env) {
+  value consume(const expr* a, std::unordered_map<const expr*, value>& env) {
     auto it = env.find(a);
     const bool last = a->kind != expr_kind::var && --uses_[a] == 0;
     if (!last) return it->second;
@@ -359,7 +318,7 @@ class interpreter {
         return from_constant(*e.data);
       case expr_kind::tuple: {
         std::vector<value> f;
-        for (const expr* a : e.args) f.push_back(take(a, env));
+        for (const expr* a : e.args) f.push_back(consume(a, env));
         return value::tuple(std::move(f));
       }
       case expr_kind::tuple_get: {  // only the field is copied (or moved, at the last use)
@@ -373,7 +332,7 @@ class interpreter {
       }
       case expr_kind::call: {
         std::vector<value> args;
-        for (const expr* a : e.args) args.push_back(take(a, env));
+        for (const expr* a : e.args) args.push_back(consume(a, env));
         if (e.callee->kind == expr_kind::op) return apply_op(e, args);
         if (e.callee->kind == expr_kind::global) return call(*m_.find(e.callee->name)->fn, args, depth + 1);
         if (e.callee->kind == expr_kind::function) return call(*e.callee, args, depth + 1);
@@ -385,24 +344,26 @@ class interpreter {
 
   // ---- ops ---------------------------------------------------------------------------------------
 
+  double hold(double v, dtype d) const { return interp::hold(v, d, round_float32_); }
+
   template <class Op>
-  static value unary(const Op& op, const value& a, dtype out) {
+  value unary(const Op& op, const value& a, dtype out) {
     value r = value::tensor(out, a.shape);
     for (std::size_t k = 0; k < r.f.size() + r.i.size(); ++k) {
-      if (a.floating()) r.f[k] = interp::hold(op.reference(a.f[k]), out);
+      if (a.floating()) r.f[k] = hold(op.reference(a.f[k]), out);
       else if constexpr (requires { op.reference(std::int64_t{}); }) r.i[k] = interp::wrap(op.reference(a.i[k]), out);
     }
     return r;
   }
 
   template <class Op>
-  static value binary(const Op& op, const value& a, const value& b, const type& t) {
+  value binary(const Op& op, const value& a, const value& b, const type& t) {
     value r = value::tensor(t.dt, t.shape);
     const std::vector<std::int64_t>* ins[2] = {&a.shape, &b.shape};
     interp::for_each_broadcast<2>(t.shape, ins, [&](std::size_t k, const std::size_t* off) {
       if (a.floating()) {
         const auto v = op.reference(a.f[off[0]], b.f[off[1]]);
-        if (r.floating()) r.f[k] = interp::hold(static_cast<double>(v), t.dt);
+        if (r.floating()) r.f[k] = hold(static_cast<double>(v), t.dt);
         else r.i[k] = static_cast<std::int64_t>(v);
       } else if constexpr (requires { op.reference(std::int64_t{}, std::int64_t{}); }) {
         r.i[k] = interp::wrap(static_cast<std::int64_t>(op.reference(a.i[off[0]], b.i[off[1]])), t.dt);
@@ -456,7 +417,7 @@ class interpreter {
     }
     if (name == "cast") {
       value r = value::tensor(t.dt, t.shape);
-      for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) interp::convert(args[0], k, r, k);
+      for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) interp::convert(args[0], k, r, k, round_float32_);
       return r;
     }
     if (name == "add") return binary(ops::add{}, args[0], args[1], t);
@@ -516,7 +477,7 @@ class interpreter {
     return r;
   }
 
-  static value bias_add(const op_call& c, const std::vector<value>& a, const type& t) {
+  value bias_add(const op_call& c, const std::vector<value>& a, const type& t) {
     const std::int64_t ax = c.axis(c.integer("axis"), static_cast<std::int64_t>(t.shape.size()));
     std::vector<std::int64_t> bshape(t.shape.size() - static_cast<std::size_t>(ax), 1);
     bshape[0] = t.shape[static_cast<std::size_t>(ax)];
@@ -526,7 +487,7 @@ class interpreter {
   }
 
   /// C[i, j] = sum_k A[i, k] B[k, j] over 2-d views with transposes, leading axes of A kept.
-  static value matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
+  value matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
     value r = value::tensor(t.dt, t.shape);
     const std::int64_t n = t.shape.back();
     const std::int64_t k = ta ? a.shape.front() : a.shape.back();
@@ -543,13 +504,13 @@ class interpreter {
           else si += a.i[ia] * b.i[ib];
         }
         const auto o = static_cast<std::size_t>(i * n + j);
-        if (r.floating()) r.f[o] = interp::hold(fl ? sf : static_cast<double>(si), t.dt);
+        if (r.floating()) r.f[o] = hold(fl ? sf : static_cast<double>(si), t.dt);
         else r.i[o] = interp::wrap(si, t.dt);
       }
     return r;
   }
 
-  static value batch_matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
+  value batch_matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
     value r = value::tensor(t.dt, t.shape);
     const std::int64_t batch = t.shape[0], m = t.shape[1], n = t.shape[2];
     const std::int64_t k = ta ? a.shape[1] : a.shape[2];
@@ -567,7 +528,7 @@ class interpreter {
             else si += a.i[ia] * b.i[ib];
           }
           const auto o = static_cast<std::size_t>((p * m + i) * n + j);
-          if (r.floating()) r.f[o] = interp::hold(fl ? sf : static_cast<double>(si), t.dt);
+          if (r.floating()) r.f[o] = hold(fl ? sf : static_cast<double>(si), t.dt);
           else r.i[o] = interp::wrap(si, t.dt);
         }
     }
@@ -592,10 +553,7 @@ class interpreter {
   }
 
   static value transpose(const op_call& c, const value& x, const type& t) {
-    const std::int64_t rnk = static_cast<std::int64_t>(x.shape.size());
-    std::vector<std::int64_t> axes;
-    if (c.is_none("axes")) for (std::int64_t d = rnk - 1; d >= 0; --d) axes.push_back(d);
-    else for (std::int64_t a : c.integers("axes")) axes.push_back(c.axis(a, rnk));
+    const std::vector<std::int64_t> axes = c.transpose_axes(static_cast<std::int64_t>(x.shape.size()));
     const auto s = interp::strides_of(x.shape);
     return gather(x, t, [&](const std::vector<std::int64_t>& idx) {
       std::int64_t o = 0;
@@ -643,27 +601,11 @@ class interpreter {
   }
 
   static value strided_slice(const op_call& c, const value& x, const type& t) {
-    const std::int64_t rnk = static_cast<std::int64_t>(x.shape.size());
-    const auto begin = c.integers("begin");
-    const std::vector<std::int64_t> strides = c.is_none("strides") ? std::vector<std::int64_t>{1} : c.integers("strides");
-    std::vector<std::int64_t> axes;
-    if (c.is_none("axes")) for (std::int64_t i = 0; i < static_cast<std::int64_t>(begin.size()); ++i) axes.push_back(i);
-    else axes = c.integers("axes");
-    const bool size_mode = c.string("slice_mode") == "size";
-    std::vector<std::int64_t> b(static_cast<std::size_t>(rnk), 0), st(static_cast<std::size_t>(rnk), 1);
-    for (std::size_t i = 0; i < axes.size(); ++i) {
-      const auto a = static_cast<std::size_t>(c.axis(axes[i], rnk));
-      const std::int64_t n = x.shape[a];
-      const std::int64_t s = size_mode ? 1 : (i < strides.size() ? strides[i] : strides.back());
-      std::int64_t v = begin[i] < 0 ? begin[i] + n : begin[i];
-      v = s > 0 ? std::clamp<std::int64_t>(v, 0, n) : std::clamp<std::int64_t>(v, -1, n - 1);
-      b[a] = v;
-      st[a] = s;
-    }
+    const op_call::slice sl = c.slice_of(x.shape);
     const auto xs = interp::strides_of(x.shape);
     return gather(x, t, [&](const std::vector<std::int64_t>& idx) {
       std::int64_t o = 0;
-      for (std::size_t d = 0; d < idx.size(); ++d) o += (b[d] + idx[d] * st[d]) * xs[d];
+      for (std::size_t d = 0; d < idx.size(); ++d) o += (sl.begin[d] + idx[d] * sl.step[d]) * xs[d];
       return o;
     });
   }
@@ -691,12 +633,9 @@ class interpreter {
     });
   }
 
-  static value reduce(const op_call& c, const std::string& name, const value& x, const type& t) {
+  value reduce(const op_call& c, const std::string& name, const value& x, const type& t) {
     const std::int64_t rnk = static_cast<std::int64_t>(x.shape.size());
-    std::vector<bool> red(static_cast<std::size_t>(rnk), c.is_none("axis"));
-    if (!c.is_none("axis"))
-      for (std::int64_t a : c.integers("axis")) red[static_cast<std::size_t>(c.axis(a, rnk))] = true;
-    if (c.boolean("exclude")) red.flip();
+    const std::vector<bool> red = c.reduced_axes(rnk);
     // Output index of each input element: the kept axes in order.
     std::vector<std::int64_t> kept_shape;
     for (std::int64_t d = 0; d < rnk; ++d)
@@ -743,7 +682,7 @@ class interpreter {
     }
     value r = value::tensor(t.dt, t.shape);
     for (std::size_t o = 0; o < static_cast<std::size_t>(outn); ++o) {
-      if (fl) r.f[o] = interp::hold(name == "mean" ? (per ? accf[o] / static_cast<double>(per) : NAN) : accf[o], t.dt);
+      if (fl) r.f[o] = hold(name == "mean" ? (per ? accf[o] / static_cast<double>(per) : NAN) : accf[o], t.dt);
       else r.i[o] = name == "mean" ? (per ? acci[o] / per : 0) : acci[o];
     }
     return r;
@@ -770,7 +709,7 @@ class interpreter {
     }
   }
 
-  static value softmax(const op_call& c, const value& x, bool log) {
+  value softmax(const op_call& c, const value& x, bool log) {
     const auto ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
     value r = x;
     for_each_row(x.shape, ax, [&](std::int64_t base, std::int64_t st, std::int64_t n) {
@@ -781,13 +720,13 @@ class interpreter {
       for (std::int64_t q = 0; q < n; ++q) {
         const auto o = static_cast<std::size_t>(base + q * st);
         const double v = x.f[o] - mx;
-        r.f[o] = interp::hold(log ? v - std::log(sum) : std::exp(v) / sum, x.dt);
+        r.f[o] = hold(log ? v - std::log(sum) : std::exp(v) / sum, x.dt);
       }
     });
     return r;
   }
 
-  static value layer_norm(const op_call& c, const std::vector<value>& a) {
+  value layer_norm(const op_call& c, const std::vector<value>& a) {
     const value& x = a[0];
     const auto ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
     const double eps = static_cast<double>(static_cast<float>(c.real("epsilon")));
@@ -807,13 +746,13 @@ class interpreter {
         double v = (x.f[o] - mean) / std::sqrt(var + eps);
         if (scale) v *= a[1].f[static_cast<std::size_t>(q)];
         if (center) v += a[2].f[static_cast<std::size_t>(q)];
-        r.f[o] = interp::hold(v, x.dt);
+        r.f[o] = hold(v, x.dt);
       }
     });
     return r;
   }
 
-  static value batch_norm(const op_call& c, const std::vector<value>& a, const type& t) {
+  value batch_norm(const op_call& c, const std::vector<value>& a, const type& t) {
     const value& x = a[0];
     const auto ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size())));
     // Rounded to float32 as for layer_norm: SimplifyInference makes it a float scalar constant.
@@ -826,7 +765,7 @@ class interpreter {
       double v = (x.f[k] - a[3].f[ch]) / std::sqrt(a[4].f[ch] + eps);
       if (scale) v *= a[1].f[ch];
       if (center) v += a[2].f[ch];
-      r.f[k] = interp::hold(v, x.dt);
+      r.f[k] = hold(v, x.dt);
     }
     (void)t;
     return value::tuple({r, a[3], a[4]});
@@ -834,6 +773,7 @@ class interpreter {
 
   const module& m_;
   std::unordered_map<const expr*, std::int64_t> uses_;
+  bool round_float32_ = false;  ///< see run()
 };
 
 }  // namespace fuse::relay

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuse/core/half.hpp"
 #include "fuse/relay/source.hpp"
 
 namespace fuse::relay {
@@ -154,6 +156,8 @@ struct type {
 // ---- constants --------------------------------------------------------------------------------
 
 /// A constant tensor's contents: row-major, little-endian, `dt.bytes()` per element.
+/// The element codec (raw/real/integer and their setters) is the one place that turns those
+/// bytes into values and back: the parser, interpreter, printer and emitter all go through it.
 struct constant_data {
   relay::dtype dt{};
   std::vector<std::int64_t> shape;
@@ -164,6 +168,56 @@ struct constant_data {
     for (std::int64_t d : shape) n *= d;
     return n;
   }
+
+  /// The little-endian bits of element k.
+  std::uint64_t raw(std::size_t k) const {
+    const std::size_t es = dt.bytes();
+    std::uint64_t bits = 0;
+    for (std::size_t b = 0; b < es && b < 8; ++b) bits |= static_cast<std::uint64_t>(bytes[k * es + b]) << (8 * b);
+    return bits;
+  }
+  void set_raw(std::size_t k, std::uint64_t bits) {
+    const std::size_t es = dt.bytes();
+    for (std::size_t b = 0; b < es && b < 8; ++b) bytes[k * es + b] = static_cast<unsigned char>(bits >> (8 * b));
+  }
+  /// Element k of a floating dtype (float16, bfloat16, float32, float64), exactly, as a double.
+  double real(std::size_t k) const {
+    const std::uint64_t bits = raw(k);
+    if (dt.code == relay::dtype::bfloat_code) return static_cast<float>(fuse::bfloat16::from_bits(static_cast<std::uint16_t>(bits)));
+    if (dt.bits == 16) return static_cast<float>(fuse::half::from_bits(static_cast<std::uint16_t>(bits)));
+    if (dt.bits == 32) {
+      float x;
+      const auto u = static_cast<std::uint32_t>(bits);
+      std::memcpy(&x, &u, 4);
+      return x;
+    }
+    double x;
+    std::memcpy(&x, &bits, 8);
+    return x;
+  }
+  /// Element k of an integer dtype, sign- or zero-extended; of bool, 0 or 1.
+  std::int64_t integer(std::size_t k) const {
+    const std::uint64_t bits = raw(k);
+    if (dt.is_bool()) return bits != 0;
+    if (dt.is_int() && dt.bits < 64 && ((bits >> (dt.bits - 1)) & 1)) return static_cast<std::int64_t>(bits | ~((std::uint64_t{1} << dt.bits) - 1));
+    return static_cast<std::int64_t>(bits);
+  }
+  /// Stores v at element k of a floating dtype, rounded once to its width (nearest even).
+  void set_real(std::size_t k, double v) {
+    if (dt.code == relay::dtype::bfloat_code) return set_raw(k, fuse::bfloat16(v).bits());
+    if (dt.bits == 16) return set_raw(k, fuse::half(v).bits());
+    if (dt.bits == 32) {
+      const float x = static_cast<float>(v);
+      std::uint32_t u;
+      std::memcpy(&u, &x, 4);
+      return set_raw(k, u);
+    }
+    std::uint64_t u;
+    std::memcpy(&u, &v, 8);
+    set_raw(k, u);
+  }
+  /// Stores v, wrapped to the width (bool: v != 0), at element k of an integer or bool dtype.
+  void set_integer(std::size_t k, std::int64_t v) { set_raw(k, dt.is_bool() ? (v != 0) : static_cast<std::uint64_t>(v)); }
 };
 
 /// `meta[KEY][INDEX]`.
@@ -250,6 +304,17 @@ struct expr {
   type checked;    ///< filled in by type inference
   std::string span;  ///< a span comment's source name (`/* bert/encoder/... */`), when printed
 };
+
+/// Whether e calls the operator named `op`.
+inline bool is_op_call(const expr* e, std::string_view op) {
+  return e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && e->callee->name == op;
+}
+
+/// Whether a function's attribute `name` is a non-zero number (Primitive=1, Inline=1).
+inline bool has_flag(const expr& fn, std::string_view name) {
+  const attr_value* v = fn.attributes.find(name);
+  return v && v->is_number() && v->number() != 0;
+}
 
 /// A `def @name(...) { ... }`.
 struct definition {

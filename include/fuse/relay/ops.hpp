@@ -68,6 +68,15 @@ inline attr_value string(std::string v) {
 inline attr_value none() { return attr_value{}; }
 }  // namespace attr
 
+/// Attribute `name` of a call of op `def` as written, or the op's default (printers leave
+/// defaults out); null when neither exists.
+inline const attr_value* attr_or_default(const expr& call, const op_def& def, std::string_view name) {
+  if (const attr_value* v = call.attributes.find(name)) return v;
+  for (const auto& [n, v] : def.defaults)
+    if (n == name) return &v;
+  return nullptr;
+}
+
 /// A call being typed: its argument types and its attributes, with the op's defaults behind
 /// them. Accessors throw relay::error at the call (or at the attribute) naming the op.
 class op_call {
@@ -87,12 +96,7 @@ class op_call {
   std::int64_t rank(std::size_t i) const { return static_cast<std::int64_t>(tensor(i).shape.size()); }
 
   /// The attribute as written, or the op's default; null when neither exists.
-  const attr_value* find(std::string_view name) const {
-    if (const attr_value* v = call_.attributes.find(name)) return v;
-    for (const auto& [n, v] : def_.defaults)
-      if (n == name) return &v;
-    return nullptr;
-  }
+  const attr_value* find(std::string_view name) const { return attr_or_default(call_, def_, name); }
   bool is_none(std::string_view name) const {
     const attr_value* v = find(name);
     return !v || v->k == attr_value::kind::none;
@@ -146,6 +150,77 @@ class op_call {
     if (a < -rank || a >= rank)
       fail(std::string(what) + " " + std::to_string(a) + " is out of range for rank " + std::to_string(rank));
     return a < 0 ? a + rank : a;
+  }
+
+  // ---- attributes that three readers share (type relation, interpreter, emitter) ----------
+
+  /// transpose: the permutation, normalized and checked (axes None: the axes reversed).
+  std::vector<std::int64_t> transpose_axes(std::int64_t rank) const {
+    std::vector<std::int64_t> axes;
+    if (is_none("axes")) {
+      for (std::int64_t i = rank - 1; i >= 0; --i) axes.push_back(i);
+      return axes;
+    }
+    const std::vector<std::int64_t> written = integers("axes");
+    if (static_cast<std::int64_t>(written.size()) != rank) fail("axes must list all " + std::to_string(rank) + " axes");
+    std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+    for (std::int64_t a : written) {
+      const std::int64_t n = axis(a, rank);
+      if (seen[static_cast<std::size_t>(n)]) fail("axes are not a permutation");
+      seen[static_cast<std::size_t>(n)] = true;
+      axes.push_back(n);
+    }
+    return axes;
+  }
+
+  /// sum/mean/max/min/prod: which axes are reduced (axis None: all; exclude: the others).
+  std::vector<bool> reduced_axes(std::int64_t rank) const {
+    std::vector<bool> red(static_cast<std::size_t>(rank), is_none("axis"));
+    if (!is_none("axis"))
+      for (std::int64_t a : integers("axis")) red[static_cast<std::size_t>(axis(a, rank))] = true;
+    if (boolean("exclude")) red.flip();
+    return red;
+  }
+
+  /// strided_slice over a tensor of `shape`, per axis: the first element read, the step and the
+  /// count (-1 on a dynamic axis). Relay's rules: negative begin/end count from the end, then
+  /// clamp to [0, n] (step > 0) or [-1, n - 1] (step < 0); in size mode `end` holds sizes.
+  struct slice {
+    std::vector<std::int64_t> begin, step, count;
+  };
+  slice slice_of(const std::vector<std::int64_t>& shape) const {
+    const std::int64_t r = static_cast<std::int64_t>(shape.size());
+    const std::vector<std::int64_t> b = integers("begin"), e = integers("end");
+    const std::vector<std::int64_t> strides = is_none("strides") ? std::vector<std::int64_t>{1} : integers("strides");
+    std::vector<std::int64_t> axes;
+    if (is_none("axes"))
+      for (std::int64_t i = 0; i < static_cast<std::int64_t>(b.size()); ++i) axes.push_back(i);
+    else
+      axes = integers("axes");
+    if (b.size() != axes.size() || e.size() != axes.size()) fail("begin, end and axes must have the same length");
+    const bool size_mode = string("slice_mode") == "size";
+    slice sl{std::vector<std::int64_t>(shape.size(), 0), std::vector<std::int64_t>(shape.size(), 1), shape};
+    for (std::size_t i = 0; i < axes.size(); ++i) {
+      const auto a = static_cast<std::size_t>(axis(axes[i], r));
+      const std::int64_t n = shape[a];
+      const std::int64_t s = size_mode ? 1 : (i < strides.size() ? strides[i] : strides.back());
+      if (s == 0) fail("a stride of 0");
+      sl.step[a] = s;
+      if (n < 0) continue;  // dynamic: count stays -1
+      std::int64_t first = b[i] < 0 ? b[i] + n : b[i];
+      std::int64_t last = size_mode ? (e[i] < 0 ? n : first + e[i]) : (e[i] < 0 ? e[i] + n : e[i]);
+      if (s > 0) {
+        first = std::clamp<std::int64_t>(first, 0, n);
+        last = std::clamp<std::int64_t>(last, 0, n);
+        sl.count[a] = last > first ? (last - first + s - 1) / s : 0;
+      } else {
+        first = std::clamp<std::int64_t>(first, -1, n - 1);
+        last = std::clamp<std::int64_t>(last, -1, n - 1);
+        sl.count[a] = first > last ? (first - last - s - 1) / -s : 0;
+      }
+      sl.begin[a] = first;
+    }
+    return sl;
   }
 
   [[noreturn]] void fail(const std::string& message) const {
@@ -335,19 +410,8 @@ inline type reshape(const op_call& c) {
 
 inline type transpose(const op_call& c) {
   const type& x = c.tensor(0);
-  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
-  std::vector<std::int64_t> axes;
-  if (c.is_none("axes")) for (std::int64_t i = r - 1; i >= 0; --i) axes.push_back(i);
-  else axes = c.integers("axes");
-  if (static_cast<std::int64_t>(axes.size()) != r) c.fail("axes must list all " + std::to_string(r) + " axes");
-  std::vector<bool> seen(static_cast<std::size_t>(r), false);
   std::vector<std::int64_t> out;
-  for (std::int64_t a : axes) {
-    const std::int64_t n = c.axis(a, r);
-    if (seen[static_cast<std::size_t>(n)]) c.fail("axes are not a permutation");
-    seen[static_cast<std::size_t>(n)] = true;
-    out.push_back(x.shape[static_cast<std::size_t>(n)]);
-  }
+  for (std::int64_t a : c.transpose_axes(static_cast<std::int64_t>(x.shape.size()))) out.push_back(x.shape[static_cast<std::size_t>(a)]);
   return type::tensor(out, x.dt);
 }
 
@@ -433,42 +497,7 @@ inline type concatenate(const op_call& c) {
 
 inline type strided_slice(const op_call& c) {
   const type& x = c.tensor(0);
-  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
-  const std::vector<std::int64_t> begin = c.integers("begin"), end = c.integers("end");
-  std::vector<std::int64_t> strides = c.is_none("strides") ? std::vector<std::int64_t>{1} : c.integers("strides");
-  std::vector<std::int64_t> axes;
-  if (c.is_none("axes")) for (std::int64_t i = 0; i < static_cast<std::int64_t>(begin.size()); ++i) axes.push_back(i);
-  else axes = c.integers("axes");
-  if (begin.size() != axes.size() || end.size() != axes.size()) c.fail("begin, end and axes must have the same length");
-  const bool size_mode = c.string("slice_mode") == "size";
-  std::vector<std::int64_t> out = x.shape;
-  for (std::size_t i = 0; i < axes.size(); ++i) {
-    const std::int64_t a = c.axis(axes[i], r);
-    const std::int64_t n = x.shape[static_cast<std::size_t>(a)];
-    const std::int64_t s = size_mode ? 1 : (i < strides.size() ? strides[i] : strides.back());
-    if (s == 0) c.fail("a stride of 0");
-    if (n < 0) {
-      out[static_cast<std::size_t>(a)] = -1;
-      continue;
-    }
-    auto clampi = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) { return std::min(std::max(v, lo), hi); };
-    std::int64_t b = begin[i] < 0 ? begin[i] + n : begin[i];
-    std::int64_t e;
-    if (size_mode) e = end[i] < 0 ? n : b + end[i];
-    else e = end[i] < 0 ? end[i] + n : end[i];
-    std::int64_t len;
-    if (s > 0) {
-      b = clampi(b, 0, n);
-      e = clampi(e, 0, n);
-      len = e > b ? (e - b + s - 1) / s : 0;
-    } else {
-      b = clampi(b, -1, n - 1);
-      e = clampi(e, -1, n - 1);
-      len = b > e ? (b - e + (-s) - 1) / (-s) : 0;
-    }
-    out[static_cast<std::size_t>(a)] = len;
-  }
-  return type::tensor(out, x.dt);
+  return type::tensor(c.slice_of(x.shape).count, x.dt);
 }
 
 inline type take(const op_call& c) {
@@ -488,16 +517,11 @@ inline type take(const op_call& c) {
 /// sum/mean/max/min/prod over `axis` (None: all), keepdims, exclude.
 inline type reduce(const op_call& c) {
   const type& x = c.tensor(0);
-  const std::int64_t r = static_cast<std::int64_t>(x.shape.size());
-  std::vector<bool> red(static_cast<std::size_t>(r), c.is_none("axis"));
-  if (!c.is_none("axis"))
-    for (std::int64_t a : c.integers("axis")) red[static_cast<std::size_t>(c.axis(a, r))] = true;
-  if (c.boolean("exclude")) red.flip();
+  const std::vector<bool> red = c.reduced_axes(static_cast<std::int64_t>(x.shape.size()));
   const bool keep = c.boolean("keepdims");
   std::vector<std::int64_t> out;
-  for (std::int64_t i = 0; i < r; ++i) {
-    const auto iu = static_cast<std::size_t>(i);
-    if (!red[iu]) out.push_back(x.shape[iu]);
+  for (std::size_t i = 0; i < x.shape.size(); ++i) {
+    if (!red[i]) out.push_back(x.shape[i]);
     else if (keep) out.push_back(1);
   }
   return type::tensor(out, x.dt);
@@ -657,6 +681,14 @@ inline const op_def* find_op(std::string_view name) {
   for (const op_def& d : op_table())
     if (d.name == name) return &d;
   return nullptr;
+}
+
+/// Attribute `name` of any call as written, or its op's default when the callee is a
+/// registered op.
+inline const attr_value* attr_or_default(const expr& call, std::string_view name) {
+  if (call.callee && call.callee->kind == expr_kind::op)
+    if (const op_def* d = find_op(call.callee->name)) return attr_or_default(call, *d, name);
+  return call.attributes.find(name);
 }
 
 /// "add, cast, clip, ..." (sorted), for the unsupported-op error.

@@ -22,7 +22,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -32,7 +31,6 @@
 #include <utility>
 #include <vector>
 
-#include "fuse/core/half.hpp"
 #include "fuse/relay/ir.hpp"
 #include "fuse/relay/lexer.hpp"
 #include "fuse/relay/metadata.hpp"
@@ -48,33 +46,21 @@ inline constexpr int max_depth = 500;
 /// The bytes of a scalar literal of dtype `dt` (little-endian, as constant_data holds them).
 /// `is_real` says which of `i` and `f` holds the value. Empty when the value does not fit.
 inline std::vector<unsigned char> scalar_bytes(relay::dtype dt, bool is_real, std::int64_t i, double f, std::string& why) {
-  std::vector<unsigned char> out(dt.bytes());
-  auto put = [&](std::uint64_t bits) {
-    for (std::size_t b = 0; b < out.size(); ++b) out[b] = static_cast<unsigned char>(bits >> (8 * b));
-  };
   if (dt.lanes != 1) {
     why = "a literal cannot have the vector dtype " + dt.name();
     return {};
   }
+  constant_data c;
+  c.dt = dt;
+  c.bytes.resize(dt.bytes());
   if (dt.is_bool()) {
-    put((is_real ? f != 0 : i != 0) ? 1 : 0);
+    c.set_integer(0, is_real ? f != 0 : i != 0);
   } else if (dt.is_float()) {
-    const double v = is_real ? f : static_cast<double>(i);
-    if (dt.code == relay::dtype::bfloat_code && dt.bits == 16) put(fuse::bfloat16(v).bits());
-    else if (dt.bits == 16) put(fuse::half(v).bits());
-    else if (dt.bits == 32) {
-      const float x = static_cast<float>(v);
-      std::uint32_t u;
-      std::memcpy(&u, &x, 4);
-      put(u);
-    } else if (dt.bits == 64) {
-      std::uint64_t u;
-      std::memcpy(&u, &v, 8);
-      put(u);
-    } else {
+    if (!(dt.bits == 16 || dt.bits == 32 || dt.bits == 64) || (dt.code == relay::dtype::bfloat_code && dt.bits != 16)) {
       why = "no literals of dtype " + dt.name();
       return {};
     }
+    c.set_real(0, is_real ? f : static_cast<double>(i));
   } else {
     if (is_real) {
       why = "an " + dt.name() + " literal needs an integer value";
@@ -87,9 +73,9 @@ inline std::vector<unsigned char> scalar_bytes(relay::dtype dt, bool is_real, st
       why = std::to_string(i) + " does not fit " + dt.name();
       return {};
     }
-    put(static_cast<std::uint64_t>(i));
+    c.set_integer(0, i);
   }
-  return out;
+  return c.bytes;
 }
 
 class parser {

@@ -139,10 +139,12 @@ inline expr* make_constant(module& m, constant_data d, location at) {
 
 /// A 0-d constant of dtype dt (MakeConstantScalar), rounded as the dtype holds it.
 inline expr* make_scalar(module& m, dtype dt, double v, location at) {
-  value x = value::tensor(dt, {});
-  if (dt.is_float()) x.f[0] = v;
-  else x.i[0] = static_cast<std::int64_t>(v);
-  return make_constant(m, interpreter::to_constant(x), at);
+  constant_data c;
+  c.dt = dt;
+  c.bytes.resize(dt.bytes());
+  if (dt.is_float()) c.set_real(0, v);
+  else c.set_integer(0, static_cast<std::int64_t>(v));
+  return make_constant(m, std::move(c), at);
 }
 
 inline attr_value int_array(std::vector<std::int64_t> v) {
@@ -163,17 +165,6 @@ inline expr* expand_to_axis(module& m, expr* bias, std::int64_t ndim, std::int64
   return make_call(m, "expand_dims", {bias}, at, std::move(a));
 }
 
-/// The value of attribute `name` of a call, or the op's default.
-inline const attr_value* attr_of(const expr* call, const std::string& name) { return printer_detail::attr_or_default(call, name); }
-
-inline bool is_op_call(const expr* e, std::string_view op) {
-  return e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && e->callee->name == op;
-}
-
-inline bool has_nonzero_attr(const expr* fn, std::string_view name) {
-  const attr_value* v = fn->attributes.find(name);
-  return v && v->is_number() && v->number() != 0;
-}
 
 /// Global names that the nodes reachable from `root` refer to.
 inline std::unordered_set<std::string> globals_used(expr* root) {
@@ -184,6 +175,29 @@ inline std::unordered_set<std::string> globals_used(expr* root) {
   }
   return out;
 }
+
+/// Which globals each definition calls, and which definitions reach themselves through those
+/// calls (never inlined: the inlining would not end).
+struct call_graph {
+  std::unordered_map<std::string, std::unordered_set<std::string>> callees;
+
+  explicit call_graph(module& m) {
+    for (definition& d : m.defs) callees[d.name] = globals_used(d.fn);
+  }
+  bool recursive(const std::string& f) const {
+    std::unordered_set<std::string> seen;
+    std::vector<std::string> work;
+    if (auto it = callees.find(f); it != callees.end()) work.assign(it->second.begin(), it->second.end());
+    while (!work.empty()) {
+      const std::string g = work.back();
+      work.pop_back();
+      if (g == f) return true;
+      if (!seen.insert(g).second) continue;
+      if (auto it = callees.find(g); it != callees.end()) work.insert(work.end(), it->second.begin(), it->second.end());
+    }
+    return false;
+  }
+};
 
 /// A copy of the nodes under `root`, with the variables of `subst` replaced by their values.
 /// Variables bound under root (let, parameters of nested functions) get fresh copies, so the
@@ -283,30 +297,17 @@ inline void remove_unused_functions(module& m, const std::string& entry = "main"
 inline void inline_functions(module& m) {
   using namespace pass_detail;
   const bool typed = was_typechecked(m);
-  std::unordered_map<std::string, std::unordered_set<std::string>> callees;
-  for (definition& d : m.defs) callees[d.name] = globals_used(d.fn);
-  // Recursive: reaches itself through the call graph.
-  auto recursive = [&](const std::string& f) {
-    std::unordered_set<std::string> seen;
-    std::vector<std::string> work(callees[f].begin(), callees[f].end());
-    while (!work.empty()) {
-      std::string g = work.back();
-      work.pop_back();
-      if (g == f) return true;
-      if (!seen.insert(g).second) continue;
-      for (const std::string& h : callees[g]) work.push_back(h);
-    }
-    return false;
-  };
+  const call_graph calls(m);
+  const auto& callees = calls.callees;
   std::unordered_set<std::string> inlinable;
   for (definition& d : m.defs)
-    if (has_nonzero_attr(d.fn, "Inline") && d.fn->body && !recursive(d.name)) inlinable.insert(d.name);
+    if (has_flag(*d.fn, "Inline") && d.fn->body && !calls.recursive(d.name)) inlinable.insert(d.name);
   // Only functions whose callees are all inlinable (to a fixed point).
   for (bool changed = true; changed;) {
     changed = false;
     for (auto it = inlinable.begin(); it != inlinable.end();) {
       bool ok = true;
-      for (const std::string& g : callees[*it]) ok = ok && inlinable.count(g);
+      for (const std::string& callee : callees.at(*it)) ok = ok && inlinable.count(callee);
       if (!ok) {
         it = inlinable.erase(it);
         changed = true;
@@ -333,8 +334,8 @@ inline void inline_functions(module& m) {
   }
   std::unordered_set<std::string> still_used;
   for (definition& d : m.defs)
-    for (const std::string& g : globals_used(d.fn))
-      if (g != d.name) still_used.insert(g);
+    for (const std::string& used : globals_used(d.fn))
+      if (used != d.name) still_used.insert(used);
   std::erase_if(m.defs, [&](const definition& d) { return d.name != "main" && inlinable.count(d.name) && !still_used.count(d.name); });
   if (typed) typecheck(m);
 }
@@ -347,20 +348,7 @@ inline void inline_functions(module& m) {
 inline void inline_calls(module& m) {
   using namespace pass_detail;
   const bool typed = was_typechecked(m);
-  std::unordered_map<std::string, std::unordered_set<std::string>> callees;
-  for (definition& d : m.defs) callees[d.name] = globals_used(d.fn);
-  auto recursive = [&](const std::string& f) {
-    std::unordered_set<std::string> seen;
-    std::vector<std::string> work(callees[f].begin(), callees[f].end());
-    while (!work.empty()) {
-      std::string g = work.back();
-      work.pop_back();
-      if (g == f) return true;
-      if (!seen.insert(g).second) continue;
-      for (const std::string& h : callees[g]) work.push_back(h);
-    }
-    return false;
-  };
+  const call_graph calls(m);
   for (int round = 0; round < 64; ++round) {
     std::unordered_map<expr*, expr*> map;
     for (expr* e : post_order(def_roots(m))) {
@@ -368,7 +356,7 @@ inline void inline_calls(module& m) {
       const expr* fn = nullptr;
       if (e->callee->kind == expr_kind::function) fn = e->callee;
       else if (e->callee->kind == expr_kind::global)
-        if (const definition* d = m.find(e->callee->name); d && !recursive(d->name)) fn = d->fn;
+        if (const definition* d = m.find(e->callee->name); d && !calls.recursive(d->name)) fn = d->fn;
       if (!fn || !fn->body || fn->args.size() != e->args.size()) continue;
       std::unordered_map<expr*, expr*> subst;
       for (std::size_t i = 0; i < e->args.size(); ++i) subst[fn->args[i]] = e->args[i];
@@ -410,14 +398,14 @@ inline void simplify_inference(module& m) {
       const location at = call->at;
       expr *data = call->args[0], *gamma = call->args[1], *beta = call->args[2], *mean = call->args[3], *var = call->args[4];
       const std::int64_t ndim = static_cast<std::int64_t>(t.shape.size());
-      std::int64_t axis = static_cast<std::int64_t>(attr_of(call, "axis")->number());
+      std::int64_t axis = static_cast<std::int64_t>(attr_or_default(*call, "axis")->number());
       if (axis < 0) axis += ndim;
       // TVM makes epsilon a scalar of the data's dtype from the float attribute.
-      const double eps = static_cast<float>(attr_of(call, "epsilon")->number());
+      const double eps = static_cast<float>(attr_or_default(*call, "epsilon")->number());
       expr* scale = make_call(m, "divide", {make_scalar(m, t.dt, 1.0, at), make_call(m, "sqrt", {make_call(m, "add", {var, make_scalar(m, t.dt, eps, at)}, at)}, at)}, at);
-      if (attr_of(call, "scale")->number() != 0) scale = make_call(m, "multiply", {scale, gamma}, at);
+      if (attr_or_default(*call, "scale")->number() != 0) scale = make_call(m, "multiply", {scale, gamma}, at);
       expr* shift = make_call(m, "multiply", {make_call(m, "negative", {mean}, at), scale}, at);
-      if (attr_of(call, "center")->number() != 0) shift = make_call(m, "add", {shift, beta}, at);
+      if (attr_or_default(*call, "center")->number() != 0) shift = make_call(m, "add", {shift, beta}, at);
       scale = expand_to_axis(m, scale, ndim, axis, at);
       shift = expand_to_axis(m, shift, ndim, axis, at);
       expr* out = make_call(m, "add", {make_call(m, "multiply", {data, scale}, at), shift}, at);
@@ -431,9 +419,9 @@ inline void simplify_inference(module& m) {
       const location at = e->at;
       expr *data = e->args[0], *gamma = e->args[1], *beta = e->args[2];
       const std::int64_t ndim = static_cast<std::int64_t>(t.shape.size());
-      const std::int64_t written_axis = static_cast<std::int64_t>(attr_of(e, "axis")->number());
+      const std::int64_t written_axis = static_cast<std::int64_t>(attr_or_default(*e, "axis")->number());
       const std::int64_t axis = written_axis < 0 ? written_axis + ndim : written_axis;
-      const double eps = static_cast<float>(attr_of(e, "epsilon")->number());
+      const double eps = static_cast<float>(attr_or_default(*e, "epsilon")->number());
       auto reduce_attrs = [&] {
         relay::attrs a;
         a.items.emplace_back("axis", int_array({written_axis}));
@@ -445,8 +433,8 @@ inline void simplify_inference(module& m) {
       expr* variance = make_call(m, "mean", {make_call(m, "multiply", {diff, diff}, at)}, at, reduce_attrs());
       expr* denom = make_call(m, "sqrt", {make_call(m, "add", {variance, make_scalar(m, t.dt, eps, at)}, at)}, at);
       expr* out = make_call(m, "divide", {diff, denom}, at);
-      if (attr_of(e, "scale")->number() != 0) out = make_call(m, "multiply", {out, expand_to_axis(m, gamma, ndim, axis, at)}, at);
-      if (attr_of(e, "center")->number() != 0) out = make_call(m, "add", {out, expand_to_axis(m, beta, ndim, axis, at)}, at);
+      if (attr_or_default(*e, "scale")->number() != 0) out = make_call(m, "multiply", {out, expand_to_axis(m, gamma, ndim, axis, at)}, at);
+      if (attr_or_default(*e, "center")->number() != 0) out = make_call(m, "add", {out, expand_to_axis(m, beta, ndim, axis, at)}, at);
       map[e] = out;
     }
   }
@@ -466,7 +454,7 @@ inline void fold_constant(module& m) {
   typecheck(m);
   static const std::unordered_set<std::string> kept = {"nn.dropout", "on_device", "device_copy", "annotation.stop_fusion"};
   // The walk does not enter Primitive functions: their bodies are kernels as written.
-  std::vector<expr*> order = post_order(def_roots(m), [](expr* e) { return !(e->kind == expr_kind::function && has_nonzero_attr(e, "Primitive")); });
+  std::vector<expr*> order = post_order(def_roots(m), [](expr* e) { return !(e->kind == expr_kind::function && has_flag(*e, "Primitive")); });
   std::unordered_set<expr*> foldable;
   for (expr* e : order) {
     bool ok = false;
@@ -491,7 +479,7 @@ inline void fold_constant(module& m) {
   std::vector<expr*> roots;
   std::unordered_set<expr*> is_root;
   for (expr* p : order) {
-    if (p->kind == expr_kind::function && has_nonzero_attr(p, "Primitive")) continue;
+    if (p->kind == expr_kind::function && has_flag(*p, "Primitive")) continue;
     const bool p_replaced = replaced(p);
     for_each_slot(p, [&](expr*& c) {
       if (!p_replaced && replaced(c) && is_root.insert(c).second) roots.push_back(c);

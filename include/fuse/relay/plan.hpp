@@ -43,9 +43,8 @@ struct plan {
 namespace plan_detail {
 
 inline bool is_call_of(const expr* e, std::initializer_list<std::string_view> names) {
-  if (e->kind != expr_kind::call || e->callee->kind != expr_kind::op) return false;
   for (auto n : names)
-    if (e->callee->name == n) return true;
+    if (is_op_call(e, n)) return true;
   return false;
 }
 inline bool is_contraction(const expr* e) { return is_call_of(e, {"nn.dense", "nn.matmul", "nn.batch_matmul"}); }
@@ -54,9 +53,6 @@ inline bool is_reduction(const expr* e) {
 }
 /// Nodes that pass their input through (no loop of their own).
 inline bool is_transparent(const expr* e) { return is_call_of(e, {"annotation.stop_fusion", "on_device", "device_copy", "copy"}); }
-
-/// Inputs of a node inside a kernel tree (the callee of an op call is not one).
-inline const std::vector<expr*>& inputs(const expr* e) { return e->args; }
 
 }  // namespace plan_detail
 
@@ -89,7 +85,7 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
       if (e->kind == expr_kind::let || e->kind == expr_kind::if_else || e->kind == expr_kind::function)
         throw m.error_at(e->at, "the planner does not handle let, if or closures yet: simplify the program first");
       stack.push_back({e, true});
-      for (const expr* c : inputs(e)) {
+      for (const expr* c : e->args) {
         ++users[c];
         stack.push_back({c, false});
       }
@@ -113,30 +109,27 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
   std::unordered_map<const expr*, int> size, depth;
   constexpr int shared_inline_limit = 8;  // ops recomputed per extra consumer at most
   constexpr int max_tree_depth = 48;      // deeper trees are cut (compile time of the header)
-  for (const expr* e : order) {
-    if (e->kind != expr_kind::call) {
-      int s = 0, dp = 0;
-      for (const expr* c : inputs(e))
-        if (!p.materialized.count(c)) s += size[c], dp = std::max(dp, depth[c]);
-      size[e] = s;
-      depth[e] = dp;
-      continue;
-    }
-    int s = 1, dp = 0;
-    for (const expr* c : inputs(e))
+  // The size and depth of e's tree over its inputs that are not stored.
+  const auto measure = [&](const expr* e, int own) {
+    int s = own, dp = 0;
+    for (const expr* c : e->args)
       if (!p.materialized.count(c)) s += size[c], dp = std::max(dp, depth[c]);
-    if (dp + 1 > max_tree_depth) {
-      // Store the deepest input and count again.
+    size[e] = s;
+    depth[e] = dp + own;
+  };
+  for (const expr* e : order) {
+    const int own = e->kind == expr_kind::call ? 1 : 0;  // tuples and projections cost nothing
+    measure(e, own);
+    if (depth[e] > max_tree_depth) {
+      // Store the deepest input and measure again.
       const expr* deepest = nullptr;
-      for (const expr* c : inputs(e))
+      for (const expr* c : e->args)
         if (!p.materialized.count(c) && c->kind == expr_kind::call && (!deepest || depth[c] > depth[deepest])) deepest = c;
       if (deepest) p.materialized.insert(deepest);
-      s = 1, dp = 0;
-      for (const expr* c : inputs(e))
-        if (!p.materialized.count(c)) s += size[c], dp = std::max(dp, depth[c]);
+      measure(e, own);
     }
-    size[e] = s;
-    depth[e] = dp + 1;
+    if (e->kind != expr_kind::call) continue;
+    const int s = size[e];
     const int u = users[e];
     const bool tensor = e->checked.is_tensor();
     if (tensor && (is_reduction(e) || is_call_of(e, {"nn.batch_matmul"}) || (is_contraction(e) && u > 1) ||
@@ -149,7 +142,6 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
   for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
   // Kernels: one per materialized node, in dependency order; then results of one shape that
   // read the same contraction merge into one multi-output pass.
-  std::unordered_map<const expr*, std::size_t> kernel_of;
   for (const expr* e : order) {
     if (!p.materialized.count(e) || e->kind == expr_kind::var || e->kind == expr_kind::constant) continue;
     kernel k;
@@ -161,13 +153,12 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
       const expr* x = stack.back();
       stack.pop_back();
       if (!in.insert(x).second) continue;
-      for (const expr* c : inputs(x))
+      for (const expr* c : x->args)
         if (!p.materialized.count(c)) stack.push_back(c);
     }
     for (const expr* x : in)
       if (x->kind == expr_kind::call) k.ops.push_back(x);
     std::sort(k.ops.begin(), k.ops.end(), [&](const expr* a, const expr* b) { return position.at(a) < position.at(b); });  // producers first
-    kernel_of[e] = p.kernels.size();
     p.kernels.push_back(std::move(k));
   }
   // Horizontal merge: two kernels whose outputs have one shape and that read a common
@@ -176,7 +167,7 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
   // one's outputs.
   const auto reads = [&](const kernel& k, const kernel& from) {
     for (const expr* x : k.ops)
-      for (const expr* c : inputs(x))
+      for (const expr* c : x->args)
         if (std::find(from.outputs.begin(), from.outputs.end(), c) != from.outputs.end()) return true;
     return false;
   };
@@ -199,7 +190,7 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
       for (const expr* x : ka.ops)
         if (is_contraction(x) && std::find(kb.ops.begin(), kb.ops.end(), x) != kb.ops.end()) shares = true;
       for (const expr* x : ka.ops)
-        for (const expr* c : inputs(x))
+        for (const expr* c : x->args)
           if (c->kind != expr_kind::call || p.materialized.count(c))
             for (const expr* y : kb.ops)
               if (std::find(y->args.begin(), y->args.end(), c) != y->args.end()) shares = true;

@@ -89,39 +89,17 @@ inline std::string int_literal(std::int64_t v, dtype dt) {
 /// A 0-d constant as a literal, or "" when it has no literal form (then it goes to the metadata).
 inline std::string scalar_literal(const constant_data& c) {
   if (!c.shape.empty() || c.dt.lanes != 1 || c.bytes.size() != c.dt.bytes()) return "";
-  std::uint64_t bits = 0;
-  for (std::size_t b = 0; b < c.bytes.size() && b < 8; ++b) bits |= static_cast<std::uint64_t>(c.bytes[b]) << (8 * b);
   const dtype dt = c.dt;
-  if (dt.is_bool()) return bits ? "True" : "False";
-  if (dt.code == dtype::float_code && dt.bits == 32) {
-    float x;
-    const auto u = static_cast<std::uint32_t>(bits);
-    std::memcpy(&x, &u, 4);
-    if (std::isnan(x) && u != 0x7fc00000u) return "";  // a NaN payload the literal would lose
+  if (dt.is_bool()) return c.integer(0) ? "True" : "False";
+  if (dt.is_float() && (dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) {
+    const double x = c.real(0);
+    // A NaN has one literal (nanf, the quiet NaN of float32): any other NaN keeps its payload
+    // in the metadata.
+    if (std::isnan(x) && !(dt.code == dtype::float_code && dt.bits == 32 && c.raw(0) == 0x7fc00000u)) return "";
     return float_literal(x, dt);
   }
-  if (dt.code == dtype::float_code && dt.bits == 64) {
-    double x;
-    std::memcpy(&x, &bits, 8);
-    if (std::isnan(x)) return "";
-    return float_literal(x, dt);
-  }
-  if (dt.code == dtype::float_code && dt.bits == 16) {
-    const float x = static_cast<float>(fuse::half::from_bits(static_cast<std::uint16_t>(bits)));
-    if (std::isnan(x)) return "";
-    return float_literal(x, dt);
-  }
-  if (dt.code == dtype::bfloat_code && dt.bits == 16) {
-    const float x = static_cast<float>(fuse::bfloat16::from_bits(static_cast<std::uint16_t>(bits)));
-    if (std::isnan(x)) return "";
-    return float_literal(x, dt);
-  }
-  if (dt.is_int() && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) {
-    std::int64_t v = static_cast<std::int64_t>(bits);
-    if (dt.bits < 64 && ((bits >> (dt.bits - 1)) & 1)) v = static_cast<std::int64_t>(bits | ~((std::uint64_t{1} << dt.bits) - 1));
-    return int_literal(v, dt);
-  }
-  if (dt.is_uint() && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32)) return int_literal(static_cast<std::int64_t>(bits), dt);
+  if (dt.is_int() && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) return int_literal(c.integer(0), dt);
+  if (dt.is_uint() && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32)) return int_literal(c.integer(0), dt);
   return "";
 }
 
@@ -563,16 +541,6 @@ class printer {
 
 // ---- structural equality --------------------------------------------------------------------
 
-/// An attribute of a call, or the op's default when it is not written.
-inline const attr_value* attr_or_default(const expr* call, const std::string& name) {
-  if (const attr_value* v = call->attributes.find(name)) return v;
-  if (call->callee && call->callee->kind == expr_kind::op)
-    if (const op_def* d = find_op(call->callee->name))
-      for (const auto& [n, v] : d->defaults)
-        if (n == name) return &v;
-  return nullptr;
-}
-
 inline bool attr_equal(const attr_value& a, const attr_value& b) {
   if (a.is_number() && b.is_number()) {
     const double x = a.number(), y = b.number();
@@ -602,8 +570,8 @@ inline bool attrs_equal(const expr* a, const expr* b, bool with_defaults) {
   for (const auto& [n, v] : a->attributes.items) names.push_back(n);
   for (const auto& [n, v] : b->attributes.items) names.push_back(n);
   for (const std::string& n : names) {
-    const attr_value* x = with_defaults ? attr_or_default(a, n) : a->attributes.find(n);
-    const attr_value* y = with_defaults ? attr_or_default(b, n) : b->attributes.find(n);
+    const attr_value* x = with_defaults ? relay::attr_or_default(*a, n) : a->attributes.find(n);
+    const attr_value* y = with_defaults ? relay::attr_or_default(*b, n) : b->attributes.find(n);
     if (!x || !y) {
       if (x != y) return false;
       continue;

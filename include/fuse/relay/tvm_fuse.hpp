@@ -73,18 +73,11 @@ struct tvm_plan {
 
 namespace detail::tvm {
 
-inline bool flag(const expr& fn, std::string_view name) {
-  const attr_value* v = fn.attributes.find(name);
-  return v && v->is_number() && v->number() != 0;
-}
 /// Already fused (Primitive=1) or handed to external codegen (Compiler="..."): TVM's graph
 /// creator skips Compiler functions and its rewrite skips Primitive ones.
 inline bool is_opaque_function(const expr& fn) {
   const attr_value* c = fn.attributes.find("Compiler");
-  return flag(fn, "Primitive") || (c && c->k == attr_value::kind::string && !c->s.empty());
-}
-inline bool is_op_call(const expr* e, std::string_view op) {
-  return e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && e->callee->name == op;
+  return has_flag(fn, "Primitive") || (c && c->k == attr_value::kind::string && !c->s.empty());
 }
 /// PlanDevices removes on_device before FuseOps: look through it.
 inline const expr* through_on_device(const expr* e) {
