@@ -1,16 +1,19 @@
 // fuse-relay: the command-line frontend, a thin layer of argument parsing around fuse/relay.
 //
-//   fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME]
+//   fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [QNN]
 //       runs the model's @main (or NAME) in the reference interpreter on DIR/<input>.npy and
 //       writes out0.npy, out1.npy, ... (a tuple result flattened in order)
 //   fuse-relay types MODEL.relay
 //       parses and type-checks the model; prints each definition's signature
-//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot]
+//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [QNN]
 //       writes the header of fused kernels; --report lists each kernel with its ops; --dot
 //       draws the plan (kernels as clusters) for Graphviz
-//   fuse-relay check MODEL.relay [--seed S]
+//   fuse-relay check MODEL.relay [--seed S] [QNN]
 //       generates the header, compiles it with the project's compiler and flags, runs it on
 //       random inputs and compares with the interpreter; exit 0 only within tolerance
+//   QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]
+//       what qnn.requantize's rounding="None" and compute_dtype="None" mean when qnn ops are
+//       legalized (TVM's RequantizeConfig; defaults UPWARD and int64)
 //
 // Exit status: 0 success, 1 bad input (FILE:LINE:COL: error: ... on stderr), 2 bad usage.
 #include <unistd.h>
@@ -32,6 +35,7 @@
 #include <fuse/relay/npy.hpp>
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/passes.hpp>
+#include <fuse/relay/qnn.hpp>
 #include <fuse/relay/tvm_fuse.hpp>
 #include <fuse/relay/typecheck.hpp>
 
@@ -41,10 +45,12 @@ using namespace fuse::relay;
 
 constexpr const char* usage_text =
     "usage:\n"
-    "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME]\n"
+    "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [QNN]\n"
     "  fuse-relay types MODEL.relay\n"
-    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot]\n"
-    "  fuse-relay check MODEL.relay [--seed S]\n";
+    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [QNN]\n"
+    "  fuse-relay check MODEL.relay [--seed S] [QNN]\n"
+    "QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]\n"
+    "  (qnn.requantize's \"None\": TVM's RequantizeConfig, default UPWARD and int64)\n";
 
 struct usage_error {
   std::string message;
@@ -95,6 +101,30 @@ module load(const std::string& path) {
   return m;
 }
 
+/// The qnn options of the command line (checked here: a bad value is bad usage).
+qnn_options qnn_options_of(const arguments& args) {
+  qnn_options o;
+  o.rounding = args.get("--qnn-rounding", o.rounding);
+  o.compute_dtype = args.get("--qnn-compute-dtype", o.compute_dtype);
+  if (o.rounding != "UPWARD" && o.rounding != "TONEAREST") throw usage_error{"--qnn-rounding " + o.rounding + ": UPWARD or TONEAREST"};
+  if (o.compute_dtype != "int64" && o.compute_dtype != "float32" && o.compute_dtype != "float64")
+    throw usage_error{"--qnn-compute-dtype " + o.compute_dtype + ": int64, float32 or float64"};
+  return o;
+}
+const std::vector<std::string> qnn_flags = {"--qnn-rounding", "--qnn-compute-dtype"};
+std::vector<std::string> with_qnn_flags(std::vector<std::string> known) {
+  known.insert(known.end(), qnn_flags.begin(), qnn_flags.end());
+  return known;
+}
+
+/// A model as every command runs it: parsed, type-checked and its qnn ops legalized (TVM
+/// legalizes them before any other pass, FuseOps included).
+module load_legalized(const arguments& args) {
+  module m = load(args.model);
+  legalize_qnn(m, qnn_options_of(args));
+  return m;
+}
+
 /// What the planner needs: one function of op calls, batch_norm and dropout simplified.
 void prepare_for_planning(module& m) {
   remove_unused_functions(m);
@@ -104,7 +134,7 @@ void prepare_for_planning(module& m) {
 }
 
 int run(const arguments& args) {
-  module m = load(args.model);
+  module m = load_legalized(args);
   const std::string fn = args.get("--function", "main");
   const definition* d = m.find(fn);
   if (!d) throw error(args.model + ": the model has no @" + fn);
@@ -140,8 +170,8 @@ std::string ops_of(const kernel& k) {
   return s;
 }
 
-/// TVM v0.19 FuseOps' kernel count for the same program, or why there is none (an op TVM
-/// lowers before FuseOps, such as qnn.*, which this frontend runs directly).
+/// TVM v0.19 FuseOps' kernel count for the same program (qnn ops legalized, as TVM does before
+/// FuseOps), or why there is none.
 std::string tvm_count(const module& m) {
   try {
     return std::to_string(tvm_fuse_ops(m).kernels());
@@ -151,7 +181,7 @@ std::string tvm_count(const module& m) {
 }
 
 int compile(const arguments& args) {
-  module m = load(args.model);
+  module m = load_legalized(args);
   const std::string tvm = tvm_count(m);  // TVM plans the program as written
   prepare_for_planning(m);
   const std::string out = args.get("-o");
@@ -176,7 +206,7 @@ int compile(const arguments& args) {
 }
 
 int check(const arguments& args) {
-  module m = load(args.model);
+  module m = load_legalized(args);
   const std::string tvm = tvm_count(m);
   prepare_for_planning(m);
   check_options opt;
@@ -189,8 +219,8 @@ int check(const arguments& args) {
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
   const check_report r = check_model(m, args.model, opt);
   std::filesystem::remove_all(opt.workdir);
-  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g int_differing=%.4f%% live=%.1f%% input_scale=%g\n", r.kernels, tvm.c_str(),
-              r.max_rel_err, 100 * r.differing, 100 * r.live, r.input_scale);
+  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g int_differing=%.4f%% live=%.1f%% input_scale=%s\n", r.kernels, tvm.c_str(),
+              r.max_rel_err, 100 * r.differing, 100 * r.live, check_detail::scales_text(r.input_scales).c_str());
   if (!r.ok) std::fprintf(stderr, "%s: check failed: %s", args.model.c_str(), r.detail.c_str());
   return r.ok ? 0 : 1;
 }
@@ -211,10 +241,10 @@ int main(int argc, char** argv) {
       std::fputs(usage_text, stdout);
       return 0;
     }
-    if (cmd == "run") return run(arguments(argc, argv, {"--inputs", "--outputs", "--function"}));
+    if (cmd == "run") return run(arguments(argc, argv, with_qnn_flags({"--inputs", "--outputs", "--function"})));
     if (cmd == "types") return types(arguments(argc, argv, {}));
-    if (cmd == "compile") return compile(arguments(argc, argv, {"-o", "--namespace", "--report", "--dot"}));
-    if (cmd == "check") return check(arguments(argc, argv, {"--seed"}));
+    if (cmd == "compile") return compile(arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot"})));
+    if (cmd == "check") return check(arguments(argc, argv, with_qnn_flags({"--seed"})));
     throw usage_error{"unknown command " + cmd};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "fuse-relay: %s\n%s", e.message.c_str(), usage_text);

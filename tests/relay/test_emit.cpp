@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include <fuse/relay/check.hpp>
 #include <fuse/relay/emit.hpp>
 #include <fuse/relay/metadata.hpp>
 #include <fuse/relay/parser.hpp>
@@ -217,7 +218,49 @@ checked_run check_program(const std::string& name, const std::string& text, cons
   std::filesystem::remove_all(dir);
   return r;
 }
+// Two requantized outputs that want opposite input magnitudes: %a * 1000 stays below int8
+// saturation only for |a| < 0.127, %b * 0.01 rounds to nonzero only for |b| > 50. No one scale
+// for both inputs leaves more than half the outputs live; one scale per input leaves over 90%.
+const char* opposite_magnitudes = R"(
+def @main(%a: Tensor[(7, 17), float32], %b: Tensor[(7, 17), float32]) {
+  %0 = multiply(%a, 1000f);
+  %1 = round(%0);
+  %2 = clip(%1, a_min=-127f, a_max=127f);
+  %3 = cast(%2, dtype="int8");
+  %4 = multiply(%b, 0.01f);
+  %5 = round(%4);
+  %6 = clip(%5, a_min=-127f, a_max=127f);
+  %7 = cast(%6, dtype="int8");
+  (%3, %7)
+})";
+
 }  // namespace
+
+TEST_CASE("check: input magnitudes are chosen per input") {
+  // A synthetic reference: input 0 is live only at 100, input 1 only at 0.001, input 2 anywhere.
+  int runs = 0;
+  const auto live = [&](const std::vector<double>& s) {
+    ++runs;
+    return ((s[0] == 100.0) + (s[1] == 0.001) + 1.0) / 3.0;
+  };
+  const std::vector<double> chosen = check_detail::choose_scales(3, live);
+  CHECK(chosen[0] == 100.0);
+  CHECK(chosen[1] == 0.001);
+  // One scale that serves every input is found without trying inputs one by one.
+  runs = 0;
+  CHECK(check_detail::choose_scales(4, [&](const std::vector<double>& s) {
+          ++runs;
+          return s == std::vector<double>(4, 0.1) ? 1.0 : 0.0;
+        }) == std::vector<double>(4, 0.1));
+  CHECK(runs == 3);
+  // The budget bounds the runs however many inputs there are.
+  runs = 0;
+  check_detail::choose_scales(1000, [&](const std::vector<double>&) { return ++runs, 0.0; });
+  CHECK(runs == 7 + 48);  // one scale for all, then 48 single-input tries
+  CHECK(check_detail::scales_text({1, 1}) == "1");
+  CHECK(check_detail::scales_text({0.01, 1000}) == "0.01,1000");
+  CHECK(check_detail::scales_text({}) == "1");
+}
 
 TEST_CASE("fuse-relay check: generated headers compile, run and match the interpreter") {
   for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{{"seed_cell", seed_cell},
@@ -225,13 +268,22 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
                                                                                     {"norm_then_dense", norm_then_dense},
                                                                                     {"int8_chain", int8_chain},
                                                                                     {"attention", attention},
-                                                                                    {"returned_twice", returned_twice}}) {
+                                                                                    {"returned_twice", returned_twice},
+                                                                                    {"opposite_magnitudes", opposite_magnitudes}}) {
     CAPTURE(name);
     const checked_run r = check_program(name, text);
     INFO(r.out << r.err);
     CHECK(r.status == 0);
     CHECK(r.out.find("kernels=") != std::string::npos);
     CHECK(r.out.find("live=0.0%") == std::string::npos);  // the random inputs exercise the program
+    if (name == "opposite_magnitudes") {
+      // %a below 0.127 (0.1 or 0.01), %b at 1000.
+      const bool per_input = r.out.find("input_scale=0.1,1000\n") != std::string::npos || r.out.find("input_scale=0.01,1000\n") != std::string::npos;
+      CHECK(per_input);
+      const std::size_t at = r.out.find("live=");
+      REQUIRE(at != std::string::npos);
+      CHECK(std::stod(r.out.substr(at + 5)) > 90.0);
+    }
   }
 }
 #endif

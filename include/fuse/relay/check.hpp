@@ -6,8 +6,8 @@
 // exactly, except where they depend on rounding a float intermediate (a float -> integer cast
 // in the program): a reordered float sum can flip a rounding tie there, so up to 0.1% of the
 // elements may differ. Inputs that make every output zero or saturated prove nothing, so the
-// scale of the random inputs is chosen on the interpreter so that at least half the output
-// elements are live if it can be, and the report gives that share.
+// magnitude of each random input is chosen on the interpreter (below, `choose_scales`) so that
+// most output elements are live if they can be, and the report gives that share.
 #pragma once
 
 #include <cmath>
@@ -42,7 +42,7 @@ struct check_report {
   double max_rel_err = 0;         ///< over float outputs
   double differing = 0;           ///< fraction of differing integer output elements
   double live = 0;                ///< share of output elements neither zero nor saturated
-  double input_scale = 1;         ///< the magnitude chosen for the random inputs
+  std::vector<double> input_scales;  ///< the magnitude chosen for each random input (see random_input)
   bool integer_tie_allowance = false;
   bool ok = false;
   std::string detail;             ///< what failed, when it did
@@ -81,6 +81,56 @@ inline double live_share(const std::vector<value>& outs) {
       }
     }
   return total ? static_cast<double>(live) / static_cast<double>(total) : 0.0;
+}
+
+/// The magnitudes a scale search tries, most ordinary first.
+inline constexpr double candidate_scales[] = {1.0, 10.0, 0.1, 100.0, 0.01, 1000.0, 0.001};
+
+/// Chooses one magnitude per input to maximise the share of live output elements: `live(scales)`
+/// runs the reference on inputs of those magnitudes. First one scale for all inputs (the first
+/// candidate that leaves `enough` live, else the best); then, while short of `enough`, each input
+/// in turn tries the other candidates with the rest fixed (two rounds at most), keeping a change
+/// only when it makes more elements live, within `budget` runs of the reference (a model with
+/// many constants as inputs would otherwise take minutes). One scale for all cannot serve a
+/// quantized program, whose int8 data wants its full range while its float scales want 0.01.
+template <class Live>
+std::vector<double> choose_scales(std::size_t inputs, Live&& live, double enough = 0.9, int budget = 48) {
+  std::vector<double> best(inputs, 1.0);
+  double best_live = -1;
+  for (double c : candidate_scales) {
+    std::vector<double> s(inputs, c);
+    const double l = live(s);
+    if (l > best_live) best_live = l, best = s;
+    if (best_live >= enough) return best;
+  }
+  for (int round = 0; round < 2 && best_live < enough; ++round) {
+    bool improved = false;
+    for (std::size_t i = 0; i < inputs && best_live < enough; ++i)
+      for (double c : candidate_scales) {
+        if (c == best[i]) continue;
+        if (budget-- <= 0) return best;
+        std::vector<double> s = best;
+        s[i] = c;
+        const double l = live(s);
+        if (l > best_live) best_live = l, best = s, improved = true;
+        if (best_live >= enough) break;
+      }
+    if (!improved) break;
+  }
+  return best;
+}
+
+/// "1" when every input has one scale, else the list: "1,100,0.01".
+inline std::string scales_text(const std::vector<double>& s) {
+  std::string out;
+  bool same = true;
+  for (double x : s) same = same && x == s.front();
+  for (std::size_t i = 0; i < (same ? std::min<std::size_t>(s.size(), 1) : s.size()); ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", s[i]);
+    out += (i ? "," : "") + std::string(buf);
+  }
+  return out.empty() ? "1" : out;
 }
 
 inline bool has_float_to_int(const module& m) {
@@ -171,12 +221,11 @@ inline check_report check_model(module& m, const std::string& source_name, const
   // Inputs: the parameters, then the constants the text did not carry (attached to the
   // module's constant nodes, so the interpreter reads the values the generated code gets).
   // Magnitudes: inputs whose outputs are all zero or saturated prove nothing, so the scale of
-  // the random inputs is chosen on the interpreter first, among 1, 10, 0.1, 100 and 0.01: the
-  // first that leaves at least half the output elements live, else the best.
+  // each random input is chosen on the interpreter first (choose_scales).
   const std::size_t nparams = p.fn->args.size();
-  auto draw = [&](double scale) {
+  auto draw = [&](const std::vector<double>& scales) {
     std::vector<value> in;
-    for (std::size_t i = 0; i < em.inputs.size(); ++i) in.push_back(random_input(em.inputs[i].t, opt.seed, i, scale));
+    for (std::size_t i = 0; i < em.inputs.size(); ++i) in.push_back(random_input(em.inputs[i].t, opt.seed, i, scales[i]));
     for (expr& e : m.nodes)
       if (e.kind == expr_kind::constant && e.meta && constants_from_inputs.count(&e))
         for (std::size_t i = nparams; i < em.inputs.size(); ++i)
@@ -187,16 +236,12 @@ inline check_report check_model(module& m, const std::string& source_name, const
   for (expr& e : m.nodes)
     if (e.kind == expr_kind::constant && !e.data && e.meta) constants_from_inputs.insert(&e);
   interpreter ip(m);
-  std::vector<value> inputs, want;
-  double best_live = -1;
-  for (double scale : {1.0, 10.0, 0.1, 100.0, 0.01}) {
-    std::vector<value> in = draw(scale);
-    std::vector<value> out = interpreter::flatten(ip.run("main", std::vector<value>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nparams))));
-    const double l = live_share(out);
-    if (l > best_live) best_live = l, inputs = std::move(in), want = std::move(out), rep.input_scale = scale;
-    if (best_live >= 0.5) break;
-  }
-  draw(rep.input_scale);  // the constants of the chosen inputs, attached again
+  const auto reference = [&](const std::vector<value>& in) {
+    return interpreter::flatten(ip.run("main", std::vector<value>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nparams))));
+  };
+  rep.input_scales = choose_scales(em.inputs.size(), [&](const std::vector<double>& s) { return live_share(reference(draw(s))); });
+  const std::vector<value> inputs = draw(rep.input_scales);  // the constants of the chosen inputs attached
+  const std::vector<value> want = reference(inputs);
   for (std::size_t i = 0; i < inputs.size(); ++i)
     npy::write_file((dir / ("in" + std::to_string(i) + ".npy")).string(), interpreter::to_constant(inputs[i]));
   if (shell(exe + " " + dir.string(), (dir / "run.log").string()) != 0) {

@@ -403,6 +403,23 @@ class emitter {
       const std::int64_t r = static_cast<std::int64_t>(t.shape.size());
       return "fuse::concatenate(" + arg(0) + ", " + std::to_string(c.axis(c.integer("axis"), r)) + ")";
     }
+    if (op == "stack") {
+      // stack((a, b, ...), axis) = concatenate((expand_dims(a, axis), expand_dims(b, axis), ...), axis):
+      // each field read through a reshape view with the unit axis inserted, the views joined
+      // inside the consumer's loop (no copy). Fields of a written tuple are read directly, not
+      // through the std::tuple the tuple node becomes (which would copy a stored tensor).
+      const std::int64_t axis = c.axis(c.integer("axis"), static_cast<std::int64_t>(t.shape.size()));
+      std::vector<std::int64_t> unit = t.shape;
+      unit[static_cast<std::size_t>(axis)] = 1;
+      const expr* tup = e.args[0];
+      std::string parts;
+      for (std::int64_t i = 0; i < t.shape[static_cast<std::size_t>(axis)]; ++i) {
+        const std::string field = tup->kind == expr_kind::tuple ? ref(tup->args[static_cast<std::size_t>(i)], local)
+                                                                : "std::get<" + std::to_string(i) + ">(" + arg(0) + ")";
+        parts += (i ? ", " : "") + std::string("fuse::reshape(") + field + ", " + int_list(unit) + ")";
+      }
+      return "fuse::concatenate(std::make_tuple(" + parts + "), " + std::to_string(axis) + ")";
+    }
     if (op == "strided_slice") {
       const auto b = c.integers("begin"), en = c.integers("end");
       const std::vector<std::int64_t> s = c.is_none("strides") ? std::vector<std::int64_t>{} : c.integers("strides");

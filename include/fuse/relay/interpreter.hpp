@@ -449,6 +449,7 @@ class interpreter {
     if (name == "transpose") return transpose(c, args[0], t);
     if (name == "split") return split(c, args[0], t);
     if (name == "concatenate") return concatenate(c, args[0], t);
+    if (name == "stack") return stack(c, args[0], t);
     if (name == "strided_slice") return strided_slice(c, args[0], t);
     if (name == "take") return take(c, args[0], args[1], t);
     if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "prod") return reduce(c, name, args[0], t);
@@ -596,6 +597,27 @@ class interpreter {
         }
       }
       at += f.shape[ax];
+    }
+    return r;
+  }
+
+  /// stack: field j fills index j of the new axis; below that axis each field is `inner`
+  /// contiguous elements per index of the axes above it.
+  static value stack(const op_call& c, const value& tup, const type& t) {
+    const std::size_t ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(t.shape.size())));
+    value r = value::tensor(t.dt, t.shape);
+    std::int64_t outer = 1, inner = 1;
+    for (std::size_t d = 0; d < ax; ++d) outer *= t.shape[d];
+    for (std::size_t d = ax + 1; d < t.shape.size(); ++d) inner *= t.shape[d];
+    const std::int64_t n = static_cast<std::int64_t>(tup.fields.size());
+    for (std::int64_t j = 0; j < n; ++j) {
+      const value& f = tup.fields[static_cast<std::size_t>(j)];
+      for (std::int64_t o = 0; o < outer; ++o)
+        for (std::int64_t i = 0; i < inner; ++i) {
+          const auto from = static_cast<std::size_t>(o * inner + i), to = static_cast<std::size_t>((o * n + j) * inner + i);
+          if (r.floating()) r.f[to] = f.f[from];
+          else r.i[to] = f.i[from];
+        }
     }
     return r;
   }

@@ -495,6 +495,32 @@ inline type concatenate(const op_call& c) {
   return type::tensor(out, f0.dt);
 }
 
+/// stack((t0, t1, ...), axis): fields of one shape and dtype, joined along a new axis inserted
+/// at `axis` (in [-(rank + 1), rank + 1)), of extent the number of fields.
+inline type stack(const op_call& c) {
+  const type& t = c.arg(0);
+  if (t.k != type::kind::tuple || t.fields.empty()) c.fail("needs a non-empty tuple of tensors, not " + t.str());
+  const type& f0 = t.fields[0];
+  if (!f0.is_tensor()) c.fail("field 0 must be a tensor, not " + f0.str());
+  const std::int64_t r = static_cast<std::int64_t>(f0.shape.size());
+  std::vector<std::int64_t> shape = f0.shape;
+  for (std::size_t i = 1; i < t.fields.size(); ++i) {
+    const type& f = t.fields[i];
+    if (!f.is_tensor()) c.fail("field " + std::to_string(i) + " must be a tensor, not " + f.str());
+    if (!(f.dt == f0.dt)) c.fail("field " + std::to_string(i) + " has dtype " + f.dt.name() + ", field 0 " + f0.dt.name());
+    if (static_cast<std::int64_t>(f.shape.size()) != r)
+      c.fail("field " + std::to_string(i) + " (" + f.str() + ") has another rank than field 0 (" + f0.str() + ")");
+    for (std::size_t d = 0; d < shape.size(); ++d) {
+      same_extent(c, shape[d], f.shape[d],
+                  "field " + std::to_string(i) + " (" + f.str() + ") differs from field 0 (" + f0.str() + ") on axis " + std::to_string(d));
+      if (shape[d] < 0) shape[d] = f.shape[d];
+    }
+  }
+  const std::int64_t ax = c.axis(c.integer("axis"), r + 1);
+  shape.insert(shape.begin() + ax, static_cast<std::int64_t>(t.fields.size()));
+  return type::tensor(shape, f0.dt);
+}
+
 inline type strided_slice(const op_call& c) {
   const type& x = c.tensor(0);
   return type::tensor(c.slice_of(x.shape).count, x.dt);
@@ -645,6 +671,7 @@ inline const std::vector<op_def>& op_table() {
     t.push_back({"squeeze", P::injective, 1, 1, {{"axis", none()}}, infer::squeeze});
     t.push_back({"split", P::injective, 1, 1, {{"axis", integer(0)}}, infer::split});
     t.push_back({"concatenate", P::injective, 1, 1, {{"axis", integer(0)}}, infer::concatenate});
+    t.push_back({"stack", P::injective, 1, 1, {{"axis", integer(0)}}, infer::stack});
     t.push_back({"strided_slice", P::injective, 1, 1, {{"strides", none()}, {"axes", none()}, {"slice_mode", string("end")}},
                  infer::strided_slice});
     t.push_back({"take", P::injective, 2, 2, {{"axis", none()}, {"batch_dims", integer(0)}, {"mode", string("clip")}}, infer::take});

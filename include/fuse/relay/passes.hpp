@@ -7,6 +7,8 @@
 //   fold_constant(m)             subgraphs of constants evaluated by the interpreter
 //   eliminate_dead_code(m)       let bindings whose variable is not used removed
 //   eliminate_common_subexpr(m)  identical op calls, tuples and projections merged
+//   fold_scale_axis(m)           per-channel scales around a dense/matmul moved into its constant weight
+//   combine_parallel_dense(m)    denses of one input merged into one dense, its result split
 //
 // A rewrite never edits a node that other nodes point at into something else: it builds the
 // replacement and then redirects every pointer to the old node (`substitute`), so a shared
@@ -21,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -573,6 +576,298 @@ inline void eliminate_common_subexpr(module& m) {
     if (!fresh) rep[e] = it->second;
   }
   substitute(m, rep);
+}
+
+// ---- FoldScaleAxis and CombineParallelDense: shared helpers ------------------------------------
+
+namespace pass_detail {
+
+/// Each node's consumers among the nodes reachable from the definitions (a function counts as
+/// the consumer of its body, so a result always has one). A node read twice by one call (add(d,
+/// d)) has that call twice.
+inline std::unordered_map<const expr*, std::vector<expr*>> consumers_of(module& m) {
+  std::unordered_map<const expr*, std::vector<expr*>> out;
+  for (expr* e : post_order(def_roots(m))) for_each_slot(e, [&](expr*& c) { out[c].push_back(e); });
+  return out;
+}
+
+inline bool has_only_consumer(const std::unordered_map<const expr*, std::vector<expr*>>& consumers, const expr* e) {
+  const auto it = consumers.find(e);
+  return it != consumers.end() && it->second.size() == 1;
+}
+
+/// A constant whose bytes are known (not a `meta[...]` printed without its metadata section).
+inline bool has_data(const expr* e) { return e->kind == expr_kind::constant && e->data != nullptr; }
+
+/// The value of a subgraph of constants that a pass has just built (a weight times a scale, the
+/// weights of several branches concatenated), as one constant: evaluated by the interpreter,
+/// as fold_constant evaluates, but without touching the rest of the module.
+inline expr* evaluate_constant(module& m, expr* e) {
+  module scratch;
+  expr* fn = scratch.make(expr_kind::function, e->at);
+  fn->body = e;
+  scratch.defs.push_back({"main", fn, e->at});
+  typecheck(scratch);
+  return make_constant(m, interpreter::to_constant(interpreter(scratch).run("main", {})), e->at);
+}
+
+/// Whether a factor of type t varies at most along the last axis of a tensor of type `of`: a
+/// rank no higher, every extent 1 but the last, which is 1 or of's (static) last extent, and
+/// the same dtype. Multiplying by it (or adding it) scales (or shifts) whole columns and never
+/// changes the result's shape.
+inline bool along_last_axis(const type& t, const type& of) {
+  if (!t.is_tensor() || !of.is_tensor() || !(t.dt == of.dt) || of.shape.empty() || of.shape.back() < 0 || t.shape.size() > of.shape.size())
+    return false;
+  for (std::size_t d = 0; d + 1 < t.shape.size(); ++d)
+    if (t.shape[d] != 1) return false;
+  return t.shape.empty() || t.shape.back() == 1 || t.shape.back() == of.shape.back();
+}
+
+/// reshape(e, newshape=[-1]): a per-channel factor as a vector (1 or N elements).
+inline expr* as_vector(module& m, expr* e, location at) {
+  relay::attrs a;
+  a.items.emplace_back("newshape", int_array({-1}));
+  return make_call(m, "reshape", {e}, at, std::move(a));
+}
+/// expand_dims(v, axis=1): a vector as a column, to scale the rows of a matrix.
+inline expr* as_column(module& m, expr* v, location at) {
+  relay::attrs a;
+  a.items.emplace_back("axis", attr::integer(1));
+  return make_call(m, "expand_dims", {v}, at, std::move(a));
+}
+
+/// Whether the output channels of contraction c are the rows of its weight: a dense's [N, K],
+/// a matmul's with transpose_b; else (a matmul's [K, N]) its columns.
+inline bool output_channels_are_rows(const expr* c) {
+  return is_op_call(c, "nn.dense") || attr_or_default(*c, "transpose_b")->number() != 0;
+}
+
+/// A float nn.dense or nn.matmul whose weight is a constant with data, all of one dtype: its
+/// weight times a scale folds into one constant, so a scale moved into it costs nothing.
+inline bool scalable_contraction(const expr* c) {
+  if (!is_op_call(c, "nn.dense") && !is_op_call(c, "nn.matmul")) return false;
+  const expr* w = c->args[1];
+  return c->checked.is_tensor() && c->checked.dt.is_float() && has_data(w) && w->checked.is_tensor() && w->checked.dt == c->checked.dt &&
+         c->args[0]->checked.is_tensor() && c->args[0]->checked.dt == c->checked.dt;
+}
+
+/// Contraction c again (same op and attributes), reading x by weight w.
+inline expr* with_operands(module& m, const expr* c, expr* x, expr* w) { return make_call(m, c->callee->name, {x, w}, c->at, c->attributes); }
+
+/// One round of the backward fold: each multiply(y, s) (or (s, y)) where s is a constant that
+/// varies only along the last axis and y is a scalable contraction c read only here, or a
+/// bias on c (nn.bias_add on the last axis, or add of a constant that varies only along it)
+/// with c read only by the bias and the bias only by the multiply, becomes c with its weight's
+/// output channels scaled (and the bias scaled): (x W^T + b) s = x (s W)^T + b s.
+inline bool fold_scale_backward(module& m) {
+  const auto consumers = consumers_of(m);
+  std::unordered_map<expr*, expr*> map;
+  for (expr* e : post_order(def_roots(m))) {
+    if (!is_op_call(e, "multiply") || !e->checked.is_tensor()) continue;
+    for (std::size_t side = 0; side < 2; ++side) {
+      expr* y = e->args[side];
+      expr* s = e->args[1 - side];
+      if (!has_data(s) || !(y->checked == e->checked) || !along_last_axis(s->checked, e->checked) || !has_only_consumer(consumers, y)) continue;
+      expr* c = y;
+      expr* bias = nullptr;      // the bias call between c and the multiply, if any
+      std::size_t bias_side = 0;  // where c is among the bias call's arguments
+      if (is_op_call(y, "nn.bias_add")) {
+        const auto rank = static_cast<std::int64_t>(y->checked.shape.size());
+        std::int64_t axis = static_cast<std::int64_t>(attr_or_default(*y, "axis")->number());
+        if (axis < 0) axis += rank;
+        if (axis != rank - 1 || !has_data(y->args[1])) continue;
+        bias = y, c = y->args[0];
+      } else if (is_op_call(y, "add")) {
+        for (std::size_t k = 0; k < 2 && !bias; ++k)
+          if (scalable_contraction(y->args[k]) && y->args[k]->checked == y->checked && has_data(y->args[1 - k]) &&
+              along_last_axis(y->args[1 - k]->checked, y->checked))
+            bias = y, c = y->args[k], bias_side = k;
+        if (!bias) continue;
+      }
+      if (!scalable_contraction(c) || (bias && !has_only_consumer(consumers, c))) continue;
+      const location at = e->at;
+      expr* v = as_vector(m, s, at);
+      expr* w = evaluate_constant(m, make_call(m, "multiply", {c->args[1], output_channels_are_rows(c) ? as_column(m, v, at) : v}, at));
+      expr* out = with_operands(m, c, c->args[0], w);
+      if (bias && is_op_call(bias, "nn.bias_add")) {
+        out = make_call(m, "nn.bias_add", {out, evaluate_constant(m, make_call(m, "multiply", {bias->args[1], v}, at))}, bias->at, bias->attributes);
+      } else if (bias) {
+        expr* b = evaluate_constant(m, make_call(m, "multiply", {bias->args[1 - bias_side], s}, at));
+        out = make_call(m, "add", bias_side == 0 ? std::vector<expr*>{out, b} : std::vector<expr*>{b, out}, bias->at, bias->attributes);
+      }
+      map[e] = out;
+      break;
+    }
+  }
+  substitute(m, map);
+  return !map.empty();
+}
+
+/// One round of the forward fold: each scalable contraction c (not a matmul with transpose_a)
+/// whose data is multiply(x, s) (or (s, x)), read only by c, with s a constant that varies only
+/// along the last (input-channel) axis, reads x instead, its weight's input channels scaled:
+/// (x s) W^T = x (W s)^T.
+inline bool fold_scale_forward(module& m) {
+  const auto consumers = consumers_of(m);
+  std::unordered_map<expr*, expr*> map;
+  for (expr* c : post_order(def_roots(m))) {
+    if (!scalable_contraction(c) || (is_op_call(c, "nn.matmul") && attr_or_default(*c, "transpose_a")->number() != 0)) continue;
+    expr* xs = c->args[0];
+    if (!is_op_call(xs, "multiply") || !has_only_consumer(consumers, xs)) continue;
+    for (std::size_t side = 0; side < 2; ++side) {
+      expr* x = xs->args[side];
+      expr* s = xs->args[1 - side];
+      if (!has_data(s) || !(x->checked == xs->checked) || !along_last_axis(s->checked, xs->checked)) continue;
+      const location at = xs->at;
+      expr* v = as_vector(m, s, at);
+      // The input channels are the columns of a dense's [N, K] and the rows of a matmul's [K, N].
+      expr* w = evaluate_constant(m, make_call(m, "multiply", {c->args[1], output_channels_are_rows(c) ? v : as_column(m, v, at)}, at));
+      map[c] = with_operands(m, c, x, w);
+      break;
+    }
+  }
+  substitute(m, map);
+  return !map.empty();
+}
+
+/// concatenate((parts...), axis=0), evaluated to one constant when every part is a constant
+/// with data.
+inline expr* concatenate_rows(module& m, const std::vector<expr*>& parts, location at) {
+  expr* t = m.make(expr_kind::tuple, at);
+  t->args = parts;
+  relay::attrs a;
+  a.items.emplace_back("axis", attr::integer(0));
+  expr* c = make_call(m, "concatenate", {t}, at, std::move(a));
+  return std::all_of(parts.begin(), parts.end(), has_data) ? evaluate_constant(m, c) : c;
+}
+
+}  // namespace pass_detail
+
+// ---- FoldScaleAxis -----------------------------------------------------------------------------
+
+/// TVM's FoldScaleAxis (BackwardFoldScaleAxis, ForwardFoldScaleAxis, FoldConstant) for the
+/// contractions fuse runs, nn.dense and nn.matmul: a per-channel scale after a contraction
+/// (through a bias between them), or before it on its data, is moved into the weight, which is
+/// a constant, so the scaled weight folds into a new constant and the multiply disappears: one
+/// elementwise op and one read of a scale less per element, and the bias scaled once, not per
+/// row. The scale must be a constant with data varying only along the channel axis (the last
+/// one: output channels after, input channels before), read only by this multiply, and the
+/// contraction (and its bias) must be read only on this path; otherwise nothing changes.
+///
+/// Only what the pass builds is folded (the scaled weights and biases): the rest of the module
+/// is left as it is (run fold_constant for the other constant subgraphs). Folds repeat to a fixed
+/// point, so chains of scales all go. nn.conv2d, TVM's main case, is not supported by fuse yet:
+/// type checking names it. Type-checks first and after.
+inline void fold_scale_axis(module& m) {
+  using namespace pass_detail;
+  typecheck(m);
+  for (bool changed = true; changed;) {
+    changed = false;
+    if (fold_scale_backward(m)) typecheck(m), changed = true;
+    if (fold_scale_forward(m)) typecheck(m), changed = true;
+  }
+}
+
+// ---- CombineParallelDense ----------------------------------------------------------------------
+
+/// TVM's CombineParallelDense (horizontal fusion), fuse's way: nn.dense calls that read the same
+/// data node (same weight dtype, same result dtype) become one nn.dense whose weight is their
+/// weights concatenated along the output axis (a constant when they all are constants with
+/// data; else a `concatenate`, which the planner fuses into the weight operand), followed by a
+/// `split` of its last axis at the branch widths, each branch reading its section. Branches may
+/// differ in units. TVM stacks equal-width weights into a batch_matmul and splits and squeezes
+/// its result: those are copies, where in fuse a split of a contraction's result is a view the
+/// consuming kernel reads block by block, computing only the sections it reads (branches whose
+/// results run in one pass, as TVM's equal widths do, share one packing of the data's rows).
+///
+/// When every branch is read only by an nn.bias_add on its last axis whose biases are of one
+/// dtype and readable from anywhere (all constants with data, or none a constant), the biases
+/// are concatenated too and the split comes after one bias_add. Operands that may be combined:
+/// constants with data, parameters of the definition, and op calls, tuples and projections of
+/// those (no dense among them, so combining cannot make a cycle); constant weights and the
+/// others form separate groups; denses inside nested functions are left alone. Groups smaller
+/// than `min_num_branches` (and than 2) are left as they are. Type-checks first and after.
+inline void combine_parallel_dense(module& m, int min_num_branches = 2) {
+  using namespace pass_detail;
+  typecheck(m);
+  const auto consumers = consumers_of(m);
+  const std::size_t min_size = static_cast<std::size_t>(std::max(2, min_num_branches));
+  std::unordered_map<expr*, expr*> map;
+  for (definition& d : m.defs) {
+    const std::vector<expr*> order = post_order({d.fn}, [&](expr* e) { return e == d.fn || e->kind != expr_kind::function; });
+    const std::unordered_set<const expr*> params(d.fn->args.begin(), d.fn->args.end());
+    std::unordered_set<const expr*> anywhere;  // operands readable from anywhere in the definition
+    for (expr* e : order) {
+      bool ok = e->kind == expr_kind::constant || (e->kind == expr_kind::var && params.count(e));
+      if ((e->kind == expr_kind::call && e->callee->kind == expr_kind::op && !is_op_call(e, "nn.dense")) || e->kind == expr_kind::tuple ||
+          e->kind == expr_kind::tuple_get)
+        ok = std::all_of(e->args.begin(), e->args.end(), [&](const expr* a) { return anywhere.count(a) > 0; });
+      if (ok) anywhere.insert(e);
+    }
+    // Groups of denses by data node, weight dtype, result dtype and whether the weight is a
+    // constant with data (those concatenate into one constant; the others into a concatenate
+    // the emitter reads through views). A constant without data (print(mod) dropped it) is
+    // never a field of a concatenate: the emitter names constants only as op arguments.
+    std::vector<std::vector<expr*>> groups;
+    std::map<std::tuple<const expr*, std::string, std::string, bool>, std::size_t> group_of;
+    for (expr* e : order) {
+      if (!is_op_call(e, "nn.dense") || !e->checked.is_tensor() || e->checked.shape.empty()) continue;
+      const expr* weight = e->args[1];
+      const type& w = weight->checked;
+      if (!w.is_tensor() || w.shape.size() != 2 || w.shape[0] < 0 || !anywhere.count(weight)) continue;
+      if (weight->kind == expr_kind::constant && !weight->data) continue;
+      const auto key = std::make_tuple(static_cast<const expr*>(e->args[0]), w.dt.name(), e->checked.dt.name(), has_data(weight));
+      const auto [it, fresh] = group_of.emplace(key, groups.size());
+      if (fresh) groups.emplace_back();
+      groups[it->second].push_back(e);
+    }
+    for (const std::vector<expr*>& g : groups) {
+      if (g.size() < min_size) continue;
+      const location at = g[0]->at;
+      const auto rank = static_cast<std::int64_t>(g[0]->checked.shape.size());
+      // The biases join when every branch's only consumer is a bias_add on its last axis.
+      std::vector<expr*> bias_adds;
+      for (expr* e : g) {
+        if (!has_only_consumer(consumers, e)) break;
+        expr* b = consumers.at(e)[0];
+        if (!is_op_call(b, "nn.bias_add") || b->args[0] != e || !anywhere.count(b->args[1]) || !b->args[1]->checked.is_tensor()) break;
+        std::int64_t axis = static_cast<std::int64_t>(attr_or_default(*b, "axis")->number());
+        if (axis < 0) axis += rank;
+        if (axis != rank - 1 || (!bias_adds.empty() && !(b->args[1]->checked.dt == bias_adds[0]->args[1]->checked.dt))) break;
+        // All constants with data (one constant bias), or no constant at all among them.
+        const bool constant = b->args[1]->kind == expr_kind::constant;
+        if (constant != has_data(b->args[1]) || (!bias_adds.empty() && has_data(b->args[1]) != has_data(bias_adds[0]->args[1]))) break;
+        bias_adds.push_back(b);
+      }
+      const bool with_bias = bias_adds.size() == g.size();
+      std::vector<expr*> weights, biases;
+      std::vector<std::int64_t> cuts;
+      std::int64_t total = 0;
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        weights.push_back(g[i]->args[1]);
+        if (with_bias) biases.push_back(bias_adds[i]->args[1]);
+        if (i) cuts.push_back(total);
+        total += g[i]->args[1]->checked.shape[0];
+      }
+      relay::attrs dense_attrs = g[0]->attributes;
+      for (auto& [name, value] : dense_attrs.items)
+        if (name == "units" && value.k != attr_value::kind::none) value = attr::integer(total);
+      expr* out = make_call(m, "nn.dense", {g[0]->args[0], concatenate_rows(m, weights, at)}, at, std::move(dense_attrs));
+      if (with_bias) out = make_call(m, "nn.bias_add", {out, concatenate_rows(m, biases, at)}, bias_adds[0]->at, bias_adds[0]->attributes);
+      relay::attrs split_attrs;
+      split_attrs.items.emplace_back("indices_or_sections", int_array(cuts));
+      split_attrs.items.emplace_back("axis", attr::integer(rank - 1));
+      expr* split = make_call(m, "split", {out}, at, std::move(split_attrs));
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        expr* part = m.make(expr_kind::tuple_get, g[i]->at);
+        part->args = {split};
+        part->index = static_cast<std::int64_t>(i);
+        map[with_bias ? bias_adds[i] : g[i]] = part;
+      }
+    }
+  }
+  substitute(m, map);
+  typecheck(m);
 }
 
 }  // namespace fuse::relay

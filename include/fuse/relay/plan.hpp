@@ -56,9 +56,18 @@ inline bool is_transparent(const expr* e) { return is_call_of(e, {"annotation.st
 
 }  // namespace plan_detail
 
+/// How to plan. The defaults are fuse's planner; `--planner tvm` stores the roots of TVM's
+/// groups and merges nothing, so the header runs TVM's grouping on fuse's loops.
+struct plan_options {
+  /// Nodes stored whatever the rules say (each becomes a kernel's output).
+  std::unordered_set<const expr*> store;
+  /// Results of one shape that share a contraction or an input run as one pass.
+  bool merge_siblings = true;
+};
+
 /// Plans @name of a type-checked module. Throws relay::error for what the emitter cannot run
 /// (calls of functions: inline them first).
-inline plan make_plan(const module& m, const std::string& name = "main") {
+inline plan make_plan(const module& m, const std::string& name = "main", const plan_options& options = {}) {
   using namespace plan_detail;
   const definition* d = m.find(name);
   if (!d) throw relay::error("the module has no @" + name);
@@ -103,6 +112,8 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
     p.materialized.insert(r);
   }
   p.results = results;
+  for (const expr* e : options.store)
+    if ((e->kind == expr_kind::call || e->kind == expr_kind::tuple_get) && e->checked.is_tensor()) p.materialized.insert(e);
 
   // Tree size of each node within its kernel (materialized nodes and leaves count 0), to decide
   // whether a shared node is recomputed or stored, and to bound a kernel's expression depth.
@@ -178,7 +189,7 @@ inline plan make_plan(const module& m, const std::string& name = "main") {
       if (is_reduction(o) || is_contraction(o)) return false;
     return true;
   };
-  for (std::size_t a = 0; a < p.kernels.size(); ++a) {
+  for (std::size_t a = 0; options.merge_siblings && a < p.kernels.size(); ++a) {
     for (std::size_t b = a + 1; b < p.kernels.size() && !p.kernels[a].outputs.empty(); ++b) {
       kernel& ka = p.kernels[a];
       kernel& kb = p.kernels[b];

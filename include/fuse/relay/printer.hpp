@@ -79,9 +79,11 @@ inline std::string float_literal(double v, dtype dt) {
   return dt.name() + "(" + s + ")";
 }
 
-/// An integer literal of dtype dt: `3`, `3i64`, `3i8`, `uint8(3)`.
+/// An integer literal of dtype dt: `3`, `3i64`, `3i8`, `uint8(3)`, `int4(3)` (the lexer's
+/// suffixes are i8, i16, i32 and i64 only: other widths take the typed-scalar form).
 inline std::string int_literal(std::int64_t v, dtype dt) {
-  if (dt.is_uint()) return dt.name() + "(" + std::to_string(v) + ")";
+  const bool suffixed = dt.bits == 0 || dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64;
+  if (dt.is_uint() || !suffixed) return dt.name() + "(" + std::to_string(v) + ")";
   if (dt.bits == 32 || dt.bits == 0) return std::to_string(v);
   return std::to_string(v) + "i" + std::to_string(dt.bits);
 }
@@ -258,7 +260,10 @@ class printer {
         } else if (e->kind == expr_kind::if_else && k > 0) {
           s = open(e, static_cast<int>(k), own, c);
         } else if (e->kind == expr_kind::let) {
-          if (k == 0) continue;  // the variable: printed by name
+          if (k == 0) {  // the variable: printed by name; it may have no other use (`e1; e2`)
+            owner_.try_emplace(c, own);
+            continue;
+          }
           s = tail_let_.count(e) ? own : open(e, 0, own, nullptr);
           // The body of a let, when a let used only there, continues the chain.
           if (k == 2 && c->kind == expr_kind::let && uses_.at(c) == 1) tail_let_.insert(c);

@@ -1,0 +1,55 @@
+// check_model from the test suites: the compiler and flags the project was configured with
+// (FUSE_RELAY_CXX and FUSE_RELAY_CXX_FLAGS, defined for test_relay as for fuse-relay), else
+// `c++` with this checkout's headers; a work directory per run, removed when the check passes.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include <fuse/relay/check.hpp>
+#include <fuse/relay/printer.hpp>
+
+#include "support/random.hpp"
+
+namespace fuse::test {
+
+/// Options for check_model of the program `name`; cxx is empty when no compiler setup is known
+/// (no headers beside this file).
+inline relay::check_options model_check_options(const std::string& name) {
+  relay::check_options o;
+#if defined(FUSE_RELAY_CXX) && defined(FUSE_RELAY_CXX_FLAGS)
+  o.cxx = FUSE_RELAY_CXX;
+  o.flags = FUSE_RELAY_CXX_FLAGS;
+#else
+  const std::filesystem::path include = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "include";
+  if (!std::filesystem::exists(include / "fuse" / "fuse.hpp")) return o;
+  o.cxx = "c++";
+  o.flags = "-std=c++20 -O1 -ffp-contract=off -I" + include.string();
+#endif
+  o.seed = base_seed() % 1000000 + 1;
+  o.workdir = (std::filesystem::temp_directory_path() / ("fuse_relay_check_" + std::to_string(base_seed())) / name).string();
+  return o;
+}
+
+/// check_model on m (type-checked): compiles the header, runs it on random inputs and compares
+/// with the interpreter; at least `min_live` of the output elements must be live. Returns the
+/// report (kernels 0 when skipped).
+inline relay::check_report check_compiled(relay::module& m, const std::string& name, double min_live = 0.5) {
+  const relay::check_options o = model_check_options(name);
+  if (o.cxx.empty()) {
+    MESSAGE("skipped check_model of " << name << ": no headers beside " << __FILE__);
+    return {};
+  }
+  const relay::check_report r = relay::check_model(m, name + ".relay", o);
+  CHECK_MESSAGE(r.ok, name << ": " << r.detail << "\n" << relay::print(m));
+  CHECK(r.live > min_live);
+  MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err << " int_differing=" << r.differing << " live=" << r.live
+               << " input_scale=" << relay::check_detail::scales_text(r.input_scales));
+  if (r.ok) std::filesystem::remove_all(o.workdir);
+  return r;
+}
+
+}  // namespace fuse::test
