@@ -108,6 +108,33 @@ def @main(%x: Tensor[(5, 3), float32]) {
   (%0, %0, %x)
 })";
 
+// A quantized result and its dequantized value, the second reading the first: one pass.
+const char* result_read_by_result = R"(
+def @main(%x: Tensor[(7, 17), float32], %w: Tensor[(13, 17), float32]) {
+  %0 = nn.dense(%x, %w);
+  %1 = multiply(%0, 20f);
+  %2 = round(%1);
+  %3 = clip(%2, a_min=-127f, a_max=127f);
+  %4 = cast(%3, dtype="int8");
+  %5 = cast(%4, dtype="float32");
+  %6 = multiply(%5, 0.05f);
+  (%4, %6)
+})";
+
+// Integer shifts (TVM's fixed-point requantization): int64 products shifted right with rounding,
+// amounts in and out of range, and a left shift of int8 that wraps.
+const char* shifts = R"(
+def @main(%x: Tensor[(7, 17), int32], %s: Tensor[(17), int32], %b: Tensor[(7, 17), int8]) {
+  %0 = cast(%x, dtype="int64");
+  %1 = multiply(%0, 1518500250i64);
+  %2 = add(%1, 1073741824i64);
+  %3 = right_shift(%2, 31i64);
+  %4 = cast(%3, dtype="int32");
+  %5 = right_shift(%x, %s);
+  %6 = left_shift(%b, 3i8);
+  (%4, %5, %6)
+})";
+
 }  // namespace
 
 TEST_CASE("planner: kernel counts") {
@@ -117,6 +144,7 @@ TEST_CASE("planner: kernel counts") {
   CHECK(kernels_of(norm_then_dense) == 3);
   CHECK(kernels_of(int8_chain) == 2);  // the int32 result (read twice: stored), then requantize
   CHECK(kernels_of(attention) == 2);   // batch_matmul (evaluated whole), then scale + softmax
+  CHECK(kernels_of(result_read_by_result) == 1);
   // Two results of one shape reading the same input: one pass over it.
   CHECK(kernels_of(R"(
 def @main(%x: Tensor[(64), float32]) {
@@ -269,6 +297,8 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
                                                                                     {"int8_chain", int8_chain},
                                                                                     {"attention", attention},
                                                                                     {"returned_twice", returned_twice},
+                                                                                    {"result_read_by_result", result_read_by_result},
+                                                                                    {"shifts", shifts},
                                                                                     {"opposite_magnitudes", opposite_magnitudes}}) {
     CAPTURE(name);
     const checked_run r = check_program(name, text);

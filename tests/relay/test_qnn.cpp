@@ -687,3 +687,41 @@ TEST_CASE("qnn legalization: constant expressions count as constants; a program 
   typecheck(a);
   CHECK(structurally_equal(a, b));
 }
+
+TEST_CASE("fixed_point_multiply: TVM's q_multiply_shift in int64, rounding upward, left and right shifts") {
+  auto g = fuse::test::rng(109);
+  std::uniform_int_distribution<std::int64_t> u(INT32_MIN, INT32_MAX);
+  value x = value::tensor(i32, {17, 7});
+  for (auto& v : x.i) v = u(g);
+  x.i[0] = INT32_MIN, x.i[1] = INT32_MAX, x.i[2] = 0, x.i[3] = -1, x.i[4] = 1;
+  for (const auto& [multiplier, shift] : std::vector<std::pair<std::int64_t, int>>{{1518500250, -3}, {1073741824, 0}, {2147483647, 2}, {1, -31}, {0, 5}}) {
+    CAPTURE(multiplier);
+    CAPTURE(shift);
+    module m = legalized("def @main(%x: Tensor[(17, 7), int32]) { fixed_point_multiply(%x, multiplier=" + std::to_string(multiplier) +
+                         ", shift=" + std::to_string(shift) + ") }");
+    check_ints(run(m, {x}), i32, {17, 7}, [&](std::size_t k) {
+      const int left = std::max(shift, 0), total = 31 + std::max(-shift, 0);
+      const auto p = static_cast<std::int64_t>(static_cast<std::uint64_t>(x.i[k] * (std::int64_t{1} << left)) * static_cast<std::uint64_t>(multiplier));
+      return wrap32(static_cast<std::int64_t>(static_cast<std::uint64_t>(p) + (std::uint64_t{1} << (total - 1))) >> total);
+    });
+  }
+  // By hand: 0.75 = 1610612736 * 2^-31; 3 * 0.75 = 2.25 -> 2, -3 * 0.75 = -2.25 -> -2, 2 * 0.75 = 1.5 -> 2 (upward).
+  module m = legalized("def @main(%x: Tensor[(4), int32]) { fixed_point_multiply(%x, multiplier=1610612736, shift=0) }");
+  value h = value::tensor(i32, {4});
+  h.i = {3, -3, 2, -2};
+  CHECK(run(m, {h}).i == std::vector<std::int64_t>{2, -2, 2, -1});
+  for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
+           {"fixed_point_multiply(%f, multiplier=1, shift=0)", "the input must be int32, not float32"},
+           {"fixed_point_multiply(%x, multiplier=-1, shift=0)", "multiplier -1 is not a non-negative int32"},
+           {"fixed_point_multiply(%x, multiplier=1, shift=40)", "shift 40 is out of [-31, 31]"}}) {
+    CAPTURE(text);
+    module bad = parse("bad.relay", "def @main(%x: Tensor[(4), int32], %f: Tensor[(4), float32]) {\n  " + text + "\n}");
+    try {
+      legalize_qnn(bad);
+      FAIL("no error");
+    } catch (const error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find(message) != std::string::npos, e.what());
+      CHECK(e.where().line == 2);
+    }
+  }
+}

@@ -155,6 +155,20 @@ TEST_CASE("types: broadcasting, comparisons, casts and where") {
     const std::string e = error_of(b, b.call("exp", {b.var("a", tensor({4}, "int32"))}));
     CHECK(e.find("needs a floating-point input, not int32") != std::string::npos);
   }
+  {
+    builder b;
+    CHECK(b.check(b.call("right_shift", {b.var("a", tensor({4, 1}, "int64")), b.var("b", tensor({3}, "int64"))})) == tensor({4, 3}, "int64"));
+  }
+  {
+    builder b;
+    const std::string e = error_of(b, b.call("left_shift", {b.var("a", tensor({4})), b.var("b", tensor({4}))}));
+    CHECK(e.find("shifts integers, not float32") != std::string::npos);
+  }
+  {
+    builder b;
+    const std::string e = error_of(b, b.call("right_shift", {b.var("a", tensor({4}, "int32")), b.var("b", tensor({4}, "int8"))}));
+    CHECK(e.find("different dtypes, int32 and int8") != std::string::npos);
+  }
 }
 
 TEST_CASE("types: views (reshape codes, split, transpose, squeeze, strided_slice, take, concatenate)") {

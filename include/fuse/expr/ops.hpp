@@ -44,6 +44,8 @@ template <class Op, class T>
 inline constexpr bool operand_dtype_is_floating = is_floating_dtype<T>;
 template <class Op, class T>
 inline constexpr bool operand_dtype_is_bool = is_bool_dtype<T>;
+template <class Op, class T>
+inline constexpr bool operand_dtype_is_integer = is_integer_dtype<T>;
 
 /// Same-dtype numeric operands; the result has their dtype (add, maximum, nn.relu, ...).
 struct numeric_rule {
@@ -69,6 +71,18 @@ struct floating_rule {
     static_assert(operand_dtype_is_floating<Op, T0>,
                   "fuse: this op takes floating operands (float32, float64, float16, bfloat16); "
                   "convert with fuse::cast<float>(...)");
+  }
+};
+/// Integer operands only (right_shift, left_shift).
+struct integer_rule {
+  template <class T0, class... T>
+  using result = T0;
+  template <class Op, class T0, class... T>
+  static constexpr void check() {
+    static_assert(operands_have_the_same_dtype<Op, T0, T...>,
+                  "fuse: the operands of this op must have the same dtype (Relay does not promote); "
+                  "convert one with fuse::cast<T>(...)");
+    static_assert(operand_dtype_is_integer<Op, T0>, "fuse: this op takes integer operands (int8, uint8, int32, int64)");
   }
 };
 /// Comparisons: same-dtype operands (bool allowed), bool result.
@@ -136,6 +150,20 @@ FUSE_HD I int_pow(I base, I e) {
     e >>= 1;
   }
   return r;
+}
+/// Shifts with every amount defined (NumPy's rule): an amount outside [0, bits of I) shifts every
+/// bit out, so right gives the sign fill (0 or -1) and left gives 0. Right shifts of signed
+/// values are arithmetic (C++20), left shifts wrap.
+template <class I>
+FUSE_HD I shift_right(I a, I b) {
+  if (b < 0 || b >= I(8 * sizeof(I))) return a < 0 ? I(-1) : I(0);
+  return static_cast<I>(a >> b);
+}
+template <class I>
+FUSE_HD I shift_left(I a, I b) {
+  using U = std::make_unsigned_t<I>;
+  if (b < 0 || b >= I(8 * sizeof(I))) return I(0);
+  return static_cast<I>(static_cast<U>(static_cast<U>(a) << b));
 }
 /// Two's-complement wrap of an exact integer reference to the bits of dtype T.
 template <class T>
@@ -209,6 +237,25 @@ struct minimum : numeric_rule {
   FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::min(a, b); }
   double reference(double a, double b) const { return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return b < a ? b : a; }
+};
+
+/// right_shift(a, b): a >> b, arithmetic for signed dtypes. An amount outside [0, bits) gives
+/// the sign fill (0 or -1); computed in the compute type's bits, so int8 and uint8 values
+/// (computed as int32) give the same results as in their own width.
+struct right_shift : integer_rule {
+  static constexpr const char* name = "right_shift";
+  template <class M, class I>
+    requires std::is_integral_v<I>
+  FUSE_HD I apply(I a, I b) const { return detail::shift_right(a, b); }
+  std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::shift_right(a, b); }
+};
+/// left_shift(a, b): a << b, wrapping to the dtype; an amount outside [0, bits) gives 0.
+struct left_shift : integer_rule {
+  static constexpr const char* name = "left_shift";
+  template <class M, class I>
+    requires std::is_integral_v<I>
+  FUSE_HD I apply(I a, I b) const { return detail::shift_left(a, b); }
+  std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::shift_left(a, b); }
 };
 
 // ---- unary arithmetic ------------------------------------------------------------------------

@@ -353,7 +353,7 @@ class emitter {
     static const std::set<std::string_view> elementwise = {
         "sigmoid", "tanh", "fast_tanh", "exp", "fast_exp", "log", "sqrt", "rsqrt", "erf", "fast_erf", "round", "floor", "ceil",
         "trunc", "abs", "negative", "sign", "nn.relu", "logical_not", "add", "subtract", "multiply", "divide", "power", "maximum",
-        "minimum", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"};
+        "minimum", "right_shift", "left_shift", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"};
     if (elementwise.count(op)) {
       std::string_view f = op;
       for (std::string_view prefix : {"nn.", "fast_"})

@@ -427,6 +427,8 @@ class interpreter {
     if (name == "power") return binary(ops::power{}, args[0], args[1], t);
     if (name == "maximum") return binary(ops::maximum{}, args[0], args[1], t);
     if (name == "minimum") return binary(ops::minimum{}, args[0], args[1], t);
+    if (name == "right_shift") return binary(ops::right_shift{}, args[0], args[1], t);
+    if (name == "left_shift") return binary(ops::left_shift{}, args[0], args[1], t);
     if (name == "equal") return binary(ops::equal{}, args[0], args[1], t);
     if (name == "not_equal") return binary(ops::not_equal{}, args[0], args[1], t);
     if (name == "less") return binary(ops::less{}, args[0], args[1], t);

@@ -287,6 +287,12 @@ inline type binary(const op_call& c, std::optional<dtype> result) {
   return type::tensor(broadcast(c, a.shape, b.shape), result ? *result : a.dt);
 }
 inline type arith(const op_call& c) { return binary(c, std::nullopt); }
+/// right_shift, left_shift: integer operands of one dtype.
+inline type integer_arith(const op_call& c) {
+  const dtype d = c.tensor(0).dt;
+  if (!(d.is_int() || d.is_uint())) c.fail("shifts integers, not " + d.name());
+  return binary(c, std::nullopt);
+}
 inline type compare(const op_call& c) { return binary(c, dtype::boolean()); }
 
 inline type where(const op_call& c) {
@@ -655,6 +661,7 @@ inline const std::vector<op_def>& op_table() {
     for (std::string_view n : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "logical_and", "logical_or",
                                "logical_xor"})
       t.push_back({n, P::broadcast, 2, 2, {}, infer::arith});
+    for (std::string_view n : {"right_shift", "left_shift"}) t.push_back({n, P::broadcast, 2, 2, {}, infer::integer_arith});
     for (std::string_view n : {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
       t.push_back({n, P::broadcast, 2, 2, {}, infer::compare});
     t.push_back({"where", P::broadcast, 3, 3, {}, infer::where});

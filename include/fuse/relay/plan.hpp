@@ -13,8 +13,9 @@
 // Everything else is inlined into its consumer's tree: elementwise ops and views (split,
 // strided_slice, reshape, transpose, concatenate, take ...) fuse anywhere, and a dense/matmul
 // read once becomes a leaf its consumer's kernel computes block by block (the epilogue).
-// Results of one shape that share a contraction or an input are evaluated in the same pass
-// (an LSTM cell's h' and c').
+// Results of one shape that share a contraction or an input, or of which one reads the other,
+// are evaluated in the same pass (an LSTM cell's h' and c'; a quantized result and its
+// dequantized value).
 #pragma once
 
 #include <algorithm>
@@ -118,6 +119,7 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
   // Tree size of each node within its kernel (materialized nodes and leaves count 0), to decide
   // whether a shared node is recomputed or stored, and to bound a kernel's expression depth.
   std::unordered_map<const expr*, int> size, depth;
+  std::unordered_map<const expr*, int> stored_depth;  // a materialized node's own tree depth
   constexpr int shared_inline_limit = 8;  // ops recomputed per extra consumer at most
   constexpr int max_tree_depth = 48;      // deeper trees are cut (compile time of the header)
   // The size and depth of e's tree over its inputs that are not stored.
@@ -146,7 +148,7 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
     if (tensor && (is_reduction(e) || is_call_of(e, {"nn.batch_matmul"}) || (is_contraction(e) && u > 1) ||
                    (u > 1 && !is_transparent(e) && s > shared_inline_limit)))
       p.materialized.insert(e);
-    if (p.materialized.count(e)) size[e] = 0, depth[e] = 0;
+    if (p.materialized.count(e)) stored_depth[e] = depth[e], size[e] = 0, depth[e] = 0;
   }
 
   std::unordered_map<const expr*, std::size_t> position;
@@ -205,9 +207,21 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
           if (c->kind != expr_kind::call || p.materialized.count(c))
             for (const expr* y : kb.ops)
               if (std::find(y->args.begin(), y->args.end(), c) != y->args.end()) shares = true;
-      if (!shares) continue;
-      // b itself may read a's outputs (an LSTM's h' reads c'): in the merged pass it reads
-      // their trees, which the pass computes anyway.
+      // Or b reads a's outputs (an LSTM's h' reads c'; a dequantized result reads the quantized
+      // one): in the merged pass it reads their trees, which the pass computes anyway.
+      // Only for results (stored anyway), not for nodes stored to cut a deep tree, and only
+      // while the trees together stay within the depth bound.
+      if (!shares) {
+        if (!reads(kb, ka)) continue;
+        int d = 0;
+        for (const expr* o : ka.outputs) {
+          if (std::find(results.begin(), results.end(), o) == results.end()) d = max_tree_depth + 1;
+          d = std::max(d, stored_depth[o]);
+        }
+        int db = 0;
+        for (const expr* o : kb.outputs) db = std::max(db, stored_depth[o]);
+        if (d + db > max_tree_depth) continue;
+      }
       bool blocked = false;
       for (std::size_t k = a + 1; k < b && !blocked; ++k) blocked = reads(p.kernels[k], ka);
       if (blocked) continue;

@@ -19,11 +19,10 @@
 //     arithmetic), p = int64(x) * (M << max(e, 0)) and t = 31 + max(-e, 0):
 //       UPWARD    y = floor((p + 2^(t-1)) / 2^t)                  halves towards +infinity
 //       TONEAREST y = floor((p + 2^(t-1) - [p < 0]) / 2^t)        halves away from zero
-//     then int32(y) + z_out in int32. TVM's arithmetic right shift is the floor; the registry has
-//     no shift op, so it is a truncating divide q less [a - q 2^t < 0], exact for every int64
-//     (a wrapped product shifts as TVM's does). Per tensor with UPWARD and M = 2^30 (m a power of two) TVM's
-//     fixed_point_multiply works in int32: x * 2^(e-1), or floor((x + 2^(-e)) / 2^(1-e)) in
-//     int32 arithmetic; so does this pass.
+//     then int32(y) + z_out in int32. The floor is TVM's arithmetic right_shift by t (a wrapped
+//     product shifts as TVM's does). Per tensor with UPWARD and M = 2^30 (m a power of two) TVM's
+//     fixed_point_multiply works in int32: x * 2^(e-1), or (x + 2^(-e)) >> (1 - e) in int32
+//     arithmetic; so does this pass.
 //   - compute_dtype "float32" / "float64": t = (float(q) - float(z_in)) * float(m)
 //     + float(z_out), then UPWARD floor(t + 0.5) or TONEAREST round(t), cast to int32. This is
 //     TVM's code for a target with SSE4.1; its other branch computes the same values but for
@@ -49,6 +48,8 @@
 //     concatenate(requantize(x_i -> s, z) or x_i when s_i, z_i equal s, z as constants).
 // The requantizations inside add, mul and concatenate take the pass's rounding and
 // compute_dtype (TVM: the RequantizeConfig), as TVM's do.
+// fixed_point_multiply(x, multiplier=M, shift=s) (an op TVM's own canonicalization may leave)
+//     the int64 computation above with that M and e = s, rounding UPWARD, int32 x only.
 //
 // Constants: a zero point or scale that is a constant expression (`divide(1f, 3f)`) counts as
 // its value. A call whose operands are all constants with data is evaluated here by the
@@ -119,6 +120,7 @@ class legalizer {
     if (op_ == "qnn.add") return add(e);
     if (op_ == "qnn.mul") return mul(e);
     if (op_ == "qnn.concatenate") return concatenate(e);
+    if (op_ == "fixed_point_multiply") return fixed_point_multiply_call(e);
     fail("no legalization for this op");
   }
 
@@ -257,15 +259,10 @@ class legalizer {
     return call("expand_dims", {p}, std::move(a));
   }
 
-  /// floor(a / d) for an integer a and positive constant divisors d, exactly for every a: the
-  /// truncating quotient q, less one where the remainder a - q d is negative (TVM's arithmetic
-  /// right shift by log2 d).
-  expr* floor_div(expr* a, const std::vector<std::int64_t>& d, const std::vector<std::int64_t>& shape, std::int64_t rank, std::int64_t axis) {
-    const dtype dt = a->checked.dt;
-    expr* divisor = along(ints(dt, d, shape), rank, axis);
-    expr* q = call("divide", {a, divisor});
-    expr* rem = call("subtract", {a, call("multiply", {q, divisor})});
-    return call("subtract", {q, cast(call("less", {rem, scalar_int(dt, 0)}), dt)});
+  /// a >> t (arithmetic: floor(a / 2^t)) for an integer a and constant amounts t, one per
+  /// channel along `axis` or one for all (TVM's right shift).
+  expr* shift_right(expr* a, const std::vector<std::int64_t>& t, const std::vector<std::int64_t>& shape, std::int64_t rank, std::int64_t axis) {
+    return call("right_shift", {a, along(ints(a->checked.dt, t, shape), rank, axis)});
   }
 
   // ---- constants ---------------------------------------------------------------------------------
@@ -380,18 +377,23 @@ class legalizer {
                              std::int64_t axis) {
     std::vector<fixed_point> fps;
     for (double m : ms) fps.push_back(fixed_point_of(m));
-    const dtype i32 = dtype::int32(), i64 = dtype::int64();
+    const dtype i32 = dtype::int32();
     if (per_tensor && rounding == "UPWARD" && fps[0].significand == (std::int64_t{1} << 30)) {
       // A power of two: TVM's fixed_point_multiply shifts in int32.
       const int k = fps[0].exponent - 1;
       if (k == 0) return x;
       if (k > 0 && k <= 30) return call("multiply", {x, scalar_int(i32, std::int64_t{1} << k)});
-      if (k < 0 && -k <= 30) {
-        const std::int64_t d = std::int64_t{1} << -k;
-        return floor_div(call("add", {x, scalar_int(i32, d / 2)}), {d}, {}, rank, axis);
-      }
+      if (k < 0 && -k <= 30) return shift_right(call("add", {x, scalar_int(i32, std::int64_t{1} << (-k - 1))}), {-k}, {}, rank, axis);
     }
-    std::vector<std::int64_t> mult, half, div;
+    return q_multiply_shift(x, fps, per_tensor, rounding, rank, axis);
+  }
+
+  /// TVM's q_multiply_shift in int64 (the TIR lowering): x << max(e, 0), times M, plus the
+  /// rounder, >> 31 + max(-e, 0); one (M, e) for all or one per channel along `axis`.
+  expr* q_multiply_shift(expr* x, const std::vector<fixed_point>& fps, bool per_tensor, const std::string& rounding, std::int64_t rank,
+                         std::int64_t axis) {
+    const dtype i32 = dtype::int32(), i64 = dtype::int64();
+    std::vector<std::int64_t> mult, half, shift;
     for (const fixed_point& f : fps) {
       const int left = f.exponent > 0 ? f.exponent : 0, right = f.exponent > 0 ? 0 : -f.exponent;
       const int total = right + 31;
@@ -400,14 +402,26 @@ class legalizer {
              " is out of the range of the 64-bit fixed-point computation");
       mult.push_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(f.significand) << left));
       half.push_back(std::int64_t{1} << (total - 1));
-      div.push_back(std::int64_t{1} << total);
+      shift.push_back(total);
     }
     const std::vector<std::int64_t> shape = per_tensor ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{static_cast<std::int64_t>(mult.size())};
     expr* p = call("multiply", {cast(x, i64), along(ints(i64, mult, shape), rank, axis)});
     // TONEAREST's rounder is one less for a negative product: ties then go away from zero.
     expr* biased = rounding == "UPWARD" ? p : call("subtract", {p, cast(call("less", {p, scalar_int(i64, 0)}), i64)});
-    expr* y = floor_div(call("add", {biased, along(ints(i64, half, shape), rank, axis)}), div, shape, rank, axis);
+    expr* y = shift_right(call("add", {biased, along(ints(i64, half, shape), rank, axis)}), shift, shape, rank, axis);
     return cast(y, i32);
+  }
+
+  /// fixed_point_multiply(x, multiplier=M, shift=s): TVM's op form of the same computation
+  /// (topi.fixed_point_multiply: q_multiply_shift(x, M, 31, s), rounding upward).
+  expr* fixed_point_multiply_call(expr* e) {
+    const op_call c = attrs_of(e);
+    expr* x = e->args[0];
+    if (!(x->checked.dt == dtype::int32())) fail("the input must be int32, not " + x->checked.dt.name());
+    const std::int64_t m = c.integer("multiplier"), s = c.integer("shift");
+    if (m < 0 || m > std::int64_t{INT32_MAX}) fail("multiplier " + std::to_string(m) + " is not a non-negative int32");
+    if (s < -31 || s > 31) fail("shift " + std::to_string(s) + " is out of [-31, 31]");
+    return q_multiply_shift(x, {fixed_point{m, static_cast<int>(s)}}, true, "UPWARD", static_cast<std::int64_t>(x->checked.shape.size()), 0);
   }
 
   expr* requantize_or_upcast(expr* x, expr* s, expr* z, expr* out_s, expr* out_z, std::int64_t axis, const std::string& side) {
@@ -644,14 +658,15 @@ class legalizer {
 
 }  // namespace qnn_detail
 
-/// Rewrites every qnn.* call of m into primitive ops (see the file comment); type-checks before
-/// and after. Throws relay::error, located at the call, for what cannot be legalized.
+/// Rewrites every qnn.* and fixed_point_multiply call of m into primitive ops (see the file
+/// comment); type-checks before and after. Throws relay::error, located at the call, for what cannot be legalized.
 inline void legalize_qnn(module& m, const qnn_options& options = {}) {
   typecheck(m);
   qnn_detail::legalizer l(m, options);
   std::unordered_map<expr*, expr*> map;
   for (expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
-    if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && e->callee->name.starts_with("qnn."))
+    if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op &&
+        (e->callee->name.starts_with("qnn.") || e->callee->name == "fixed_point_multiply"))
       map[e] = l.lower(e);
   pass_detail::substitute(m, map);
   typecheck(m);
