@@ -5,7 +5,10 @@
 //     any other exception, a crash, a hang or a stack overflow is a finding;
 //   * typecheck() on a parsed module either succeeds or throws relay::error;
 //   * a module that type-checks prints to text that parses and type-checks again and is
-//     structurally equal to it (the printer and parser agree on everything they accept).
+//     structurally equal to it (the printer and parser agree on everything they accept);
+//   * what `fuse-relay compile` runs next (qnn legalization, inlining, SimplifyInference, DCE,
+//     CSE, the planner and the emitter) either succeeds or throws relay::error. FoldConstant
+//     is left out: it evaluates, and a fuzzed broadcast_to may ask for terabytes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -13,8 +16,12 @@
 #include <exception>
 #include <string>
 
+#include <fuse/relay/emit.hpp>
 #include <fuse/relay/parser.hpp>
+#include <fuse/relay/passes.hpp>
+#include <fuse/relay/plan.hpp>
 #include <fuse/relay/printer.hpp>
+#include <fuse/relay/qnn.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 namespace {
@@ -59,6 +66,20 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (!structurally_equal(m, again)) finding("the printed module differs from the parsed one", printed);
   } catch (const error& e) {
     finding("the printed module does not parse or type-check again", std::string(e.what()) + "\n" + printed);
+  }
+  try {
+    legalize_qnn(m);
+    remove_unused_functions(m);
+    inline_calls(m);
+    simplify_inference(m);
+    eliminate_dead_code(m);
+    eliminate_common_subexpr(m);
+    const plan p = make_plan(m);
+    emit_header(m, p, "fuzzed", "fuzz.relay");
+  } catch (const error&) {
+    return 0;
+  } catch (const std::exception& e) {
+    finding("compiling threw something other than relay::error", std::string(e.what()) + "\n" + printed);
   }
   return 0;
 }

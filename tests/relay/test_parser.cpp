@@ -839,3 +839,20 @@ TEST_CASE("fuzz findings: what type-checks prints to text that parses back to th
     CHECK(structurally_equal(m, again));
   }
 }
+
+TEST_CASE("fuzz findings: an operator used as a value is an error, not typed by its annotation") {
+  // The annotation gave the bare name a tensor type; the printer then wrote a program that did
+  // not type-check again.
+  for (const char* text : {"fn (%x: Tensor[(1, 10), float32]) { %6 = foo /* ty=Tensor[(1, 10), float32] */; exp(%6) }",
+                           "fn (%x: Tensor[(1, 10), float32]) { %0 = exp /* ty=Tensor[(1, 10), float32] */; %0 }"}) {
+    CAPTURE(text);
+    module m = parse("finding.relay", text);
+    try {
+      typecheck(m);
+      FAIL("no error");
+    } catch (const error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find("used as a value: fuse runs operators only where they are called") != std::string::npos, e.what());
+      CHECK(e.where().col == 42);
+    }
+  }
+}

@@ -411,6 +411,37 @@ TEST_CASE("inline_functions: nested, repeated, recursive, non-inlinable callees"
                   [](module& x) { inline_functions(x); });
 }
 
+TEST_CASE("inline_functions and inline_calls: a call graph that doubles at each level stops with a located error") {
+  // @f_i calls @f_{i-1} twice: 2^40 copies of exp inlined. Both passes stop at the limit (16x
+  // the module plus 2^18 nodes) with an error at a call, long before memory runs out; 12 levels
+  // (2^12 copies) inline.
+  const auto doubling = [](int levels, bool marked) {
+    const std::string attr = marked ? ", Inline=1" : "";
+    std::string s = "def @f0(%x: Tensor[(4), float32]" + attr + ") { exp(%x) }\n";
+    for (int i = 1; i <= levels; ++i)
+      s += "def @f" + std::to_string(i) + "(%x: Tensor[(4), float32]" + attr + ") {\n  %0 = @f" + std::to_string(i - 1) + "(%x);\n  %1 = @f" +
+           std::to_string(i - 1) + "(%0);\n  add(%0, %1)\n}\n";
+    return s + "def @main(%x: Tensor[(4), float32]) { @f" + std::to_string(levels) + "(%x) }\n";
+  };
+  for (const bool marked : {false, true}) {
+    CAPTURE(marked);
+    module m = parse("doubling.relay", doubling(40, marked));
+    try {
+      if (marked) inline_functions(m);
+      else inline_calls(m);
+      FAIL("no error");
+    } catch (const error& e) {
+      CHECK_MESSAGE(std::string(e.what()).find("inlining this call would grow the program past") != std::string::npos, e.what());
+      CHECK(e.where().line > 1);  // at a call
+    }
+    CHECK(m.nodes.size() < (std::size_t{1} << 19));
+    module ok = parse("doubling.relay", doubling(12, marked));
+    if (marked) inline_functions(ok);
+    else inline_calls(ok);
+    CHECK(pass_detail::globals_used(ok.find("main")->fn).empty());
+  }
+}
+
 // ---- SimplifyInference ---------------------------------------------------------------------------
 
 TEST_CASE("simplify_inference: batch_norm on axis 1 of 4-d data, dropout, layer_norm; same results") {

@@ -202,6 +202,23 @@ struct call_graph {
   }
 };
 
+/// Bounds what inlining builds. A call graph whose functions call the one below twice (f1 calls
+/// f0 twice, f2 calls f1 twice, ...) inlines to a program exponentially larger than its text:
+/// inlining stops with an error at the call once the arena would pass 16 times its size before
+/// inlining plus 2^18 nodes, so memory stays proportional to the input.
+struct inline_budget {
+  std::size_t limit;
+  explicit inline_budget(const module& m) : limit(16 * m.nodes.size() + (std::size_t{1} << 18)) {}
+  /// Throws when inlining `body` at `call` would pass the limit.
+  void charge(const module& m, const expr* call, expr* body) const {
+    const std::size_t adding = post_order({body}).size();
+    if (m.nodes.size() + adding > limit)
+      throw m.error_at(call->at, "inlining this call would grow the program past " + std::to_string(limit) +
+                                     " nodes: its functions call each other so many times that the inlined program is exponentially "
+                                     "larger than the text (keep such functions as calls, or inline fewer levels)");
+  }
+};
+
 /// A copy of the nodes under `root`, with the variables of `subst` replaced by their values.
 /// Variables bound under root (let, parameters of nested functions) get fresh copies, so the
 /// same body can be inlined twice; free variables, ops and globals are shared.
@@ -301,6 +318,7 @@ inline void inline_functions(module& m) {
   using namespace pass_detail;
   const bool typed = was_typechecked(m);
   const call_graph calls(m);
+  const inline_budget budget(m);
   const auto& callees = calls.callees;
   std::unordered_set<std::string> inlinable;
   for (definition& d : m.defs)
@@ -328,6 +346,7 @@ inline void inline_functions(module& m) {
       if (e->kind != expr_kind::call || !e->callee || e->callee->kind != expr_kind::global || !inlinable.count(e->callee->name)) continue;
       const definition* d = m.find(e->callee->name);
       if (d->fn->args.size() != e->args.size()) continue;
+      budget.charge(m, e, d->fn->body);
       std::unordered_map<expr*, expr*> subst;
       for (std::size_t i = 0; i < e->args.size(); ++i) subst[d->fn->args[i]] = e->args[i];
       map[e] = copy_with(m, d->fn->body, subst);
@@ -352,6 +371,7 @@ inline void inline_calls(module& m) {
   using namespace pass_detail;
   const bool typed = was_typechecked(m);
   const call_graph calls(m);
+  const inline_budget budget(m);
   for (int round = 0; round < 64; ++round) {
     std::unordered_map<expr*, expr*> map;
     for (expr* e : post_order(def_roots(m))) {
@@ -361,6 +381,7 @@ inline void inline_calls(module& m) {
       else if (e->callee->kind == expr_kind::global)
         if (const definition* d = m.find(e->callee->name); d && !calls.recursive(d->name)) fn = d->fn;
       if (!fn || !fn->body || fn->args.size() != e->args.size()) continue;
+      budget.charge(m, e, fn->body);
       std::unordered_map<expr*, expr*> subst;
       for (std::size_t i = 0; i < e->args.size(); ++i) subst[fn->args[i]] = e->args[i];
       map[e] = copy_with(m, fn->body, subst);

@@ -123,7 +123,9 @@ class type_checker {
                                       " has no data and no ty= annotation: its shape and dtype are unknown");
         return e.annotated;
       case expr_kind::op:
-        return type{};
+        // Only reached for an operator that is not a call's callee: an annotation must not give
+        // it a tensor type (`%0 = foo /* ty=Tensor[...] */` would then "type-check").
+        throw m_.error_at(e.at, "operator " + e.name + " used as a value: fuse runs operators only where they are called, " + e.name + "(...)");
       case expr_kind::global: {
         const definition* d = m_.find(e.name);
         if (!d) throw m_.error_at(e.at, "@" + e.name + " is not defined in this module");
