@@ -2,7 +2,8 @@
 """Turns Google Benchmark JSON files into fuse's ratio table (markdown) and a gnuplot chart.
 
 Benchmark names carry their role: `family/.../VARIANT/params`, where VARIANT is one of the
-known variants below (fuse's own: fused, fuse, ...; anchors: unfused, eigen, openblas, floor).
+known variants below (fuse's own: fused, fuse, ...; anchors: unfused, eigen, openblas, floor;
+`goal`, an issue's target time, reported by manual time).
 Runs that differ only in their variant form a group; each of fuse's variants in a group is
 compared with every anchor as   time(anchor) / time(fuse)   (above 1: fuse is faster), and with
 the floor as   time(fuse) / time(floor)   (how far fuse is from the memory or FLOP floor).
@@ -19,7 +20,7 @@ import sys
 from collections import OrderedDict
 
 FUSE_VARIANTS = ["fused", "fuse", "fused_fast", "fuse_fast", "fused_unpacked", "fuse_packed"]
-ANCHORS = ["unfused", "unfused_nt", "eigen", "openblas", "tvm"]
+ANCHORS = ["unfused", "unfused_nt", "eigen", "openblas", "tvm", "goal"]
 FLOORS = ["floor", "floor_nt"]
 KNOWN = set(FUSE_VARIANTS + ANCHORS + FLOORS)
 

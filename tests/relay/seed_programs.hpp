@@ -81,4 +81,47 @@ inline std::string seed_cell_relay(int batch = 1) {
          "  %8 = multiply(%5, %7);\n  add(%3, %8)\n}\n";
 }
 
+// Seed 002 quotes a block of bindings (`%20 = ...;` up to `%73 = ...;`) that uses names bound
+// outside it: wrap it in a function whose parameters are those names, returning the last one.
+// `param_types` gives the parameters' types in order of first use (none: untyped).
+inline std::string wrap_binding_block(const std::string& t, const std::vector<std::string>& param_types = {}) {
+  std::istringstream in(t);
+  std::string line, body, last;
+  std::vector<std::string> defined, params;
+  auto name_at = [](const std::string& s, std::size_t p) {
+    std::size_t e = p + 1;
+    while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
+    return s.substr(p + 1, e - p - 1);
+  };
+  while (std::getline(in, line)) {
+    const std::size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] != '%' || line.find(" = ") == std::string::npos) {
+      if (!body.empty()) break;
+      continue;
+    }
+    std::string code = line.substr(b);
+    for (std::size_t c; (c = code.find("/*")) != std::string::npos;) code.erase(c, code.find("*/", c) + 2 - c);
+    const std::string lhs = name_at(code, 0);
+    for (std::size_t p = code.find('%', 1); p != std::string::npos; p = code.find('%', p + 1)) {
+      const std::string n = name_at(code, p);
+      if (std::find(defined.begin(), defined.end(), n) == defined.end() && std::find(params.begin(), params.end(), n) == params.end())
+        params.push_back(n);
+    }
+    defined.push_back(lhs);
+    last = lhs;
+    body += line.substr(b) + "\n";
+  }
+  std::string fn = "fn (";
+  for (std::size_t i = 0; i < params.size(); ++i)
+    fn += (i ? ", %" : "%") + params[i] + (i < param_types.size() ? ": " + param_types[i] : std::string());
+  return fn + ") {\n" + body + "%" + last + "\n}\n";
+}
+
+/// Seed 002's attention block as a function of %19 (the int32 QKV product it dequantizes,
+/// [3, 3072, 768]) and %input_mask ([8, 384] int32); its two meta constants have no metadata
+/// section, so they become inputs of the generated code.
+inline std::string seed_002_block(const std::string& seed_text) {
+  return wrap_binding_block(seed_text, {"Tensor[(3, 3072, 768), int32]", "Tensor[(8, 384), int32]"});
+}
+
 }  // namespace fuse::test

@@ -432,6 +432,61 @@ TEST_CASE("metadata: malformed JSON points at the offending byte") {
   CHECK_THROWS_AS((void)read_metadata(empty, program_head.size()), error);
 }
 
+TEST_CASE("metadata: the blobs are read where they lie, and errors past them still point at their byte") {
+  // The tensors' base64 strings never reach the JSON parser (metadata_detail::skeleton_of):
+  // an error after them must still be located in the text.
+  REQUIRE(blob_f32_2x3.size() >= 64);  // long enough to be taken out
+  const std::string json = replaced(sample_json(), "\"attrs\": {\"tvm_version\": \"0.9.0\"}", "\"attrs\": {\"tvm_version\" @ \"0.9.0\"}");
+  const section s = make_section(json);
+  const std::size_t at = s.src.text().find('@', s.src.text().find("tvm_version"));
+  try {
+    (void)read_metadata(s.src, s.offset);
+    FAIL("no error for malformed JSON");
+  } catch (const error& e) {
+    CHECK_MESSAGE(e.where() == s.src.locate(at), std::string(e.what()));
+  }
+  // A blob written with JSON escapes ("\/" for '/') is read by the parser, unescaped.
+  constant_data c;
+  c.dt = dtype::float32();
+  c.shape = {64};
+  c.bytes.resize(256);
+  for (std::size_t i = 0; i < c.bytes.size(); ++i) c.bytes[i] = static_cast<unsigned char>(255 - i);  // '/' and '+' in the base64
+  const std::string b64 = encode_base64(encode_ndarray(c));
+  REQUIRE(b64.find('/') != std::string::npos);
+  std::string escaped;
+  for (char ch : b64) escaped += ch == '/' ? std::string("\\/") : std::string(1, ch);
+  for (const std::string& blob : {b64, escaped}) {
+    const section e = make_section(replaced(sample_json(), blob_f32_2x3, blob));
+    const metadata md = read_metadata(e.src, e.offset);
+    REQUIRE(md.constants.size() >= 1);
+    CHECK(md.constants[0]->bytes == c.bytes);
+  }
+  // A section holding a "\u0001" escape anywhere is parsed whole (no placeholder can collide).
+  const section u = make_section(replaced(sample_json(), "\"0.9.0\"", "\"0.9.0\\u0001\""));
+  const metadata md = read_metadata(u.src, u.offset);
+  REQUIRE(md.constants.size() >= 1);
+  std::string err;
+  CHECK(md.constants[0]->bytes == decode_ndarray(decode_base64(blob_f32_2x3, err), err)->bytes);
+}
+
+TEST_CASE("metadata: the table decoder and the checking decoder agree on every damaged text") {
+  auto g = fuse::test::rng(104);
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=*\n";
+  for (int round = 0; round < 20000; ++round) {
+    std::string text;
+    const std::size_t n = static_cast<std::size_t>(g() % 24);
+    for (std::size_t i = 0; i < n; ++i) text += alphabet[static_cast<std::size_t>(g() % (round % 3 ? 64 : alphabet.size()))];
+    if (round % 5 == 0 && n >= 2) text[n - 1] = '=';
+    if (round % 7 == 0 && n >= 3) text[n - 2] = '=';
+    std::string fast_err, checked_err;
+    const bytes_t fast = decode_base64(text, fast_err);
+    const bytes_t checked = metadata_detail::decode_base64_checked(text, checked_err);
+    CAPTURE(text);
+    CHECK(fast_err == checked_err);
+    if (checked_err.empty()) CHECK(fast == checked);
+  }
+}
+
 TEST_CASE("metadata: random damage never crashes") {
   auto g = fuse::test::rng(103);
   auto pick = [&g](std::size_t n) { return n == 0 ? std::size_t{0} : static_cast<std::size_t>(g() % n); };

@@ -66,40 +66,6 @@ std::vector<unsigned char> le_bytes(T v) {
   return out;
 }
 
-// Seed 002 quotes a block of bindings (`%20 = ...;` up to `%73 = ...;`) that uses names bound
-// outside it: wrap it in a function whose parameters are those names, returning the last one.
-std::string wrap_binding_block(const std::string& t) {
-  std::istringstream in(t);
-  std::string line, body, last;
-  std::vector<std::string> defined, params;
-  auto name_at = [](const std::string& s, std::size_t p) {
-    std::size_t e = p + 1;
-    while (e < s.size() && (std::isalnum(static_cast<unsigned char>(s[e])) || s[e] == '_')) ++e;
-    return s.substr(p + 1, e - p - 1);
-  };
-  while (std::getline(in, line)) {
-    const std::size_t b = line.find_first_not_of(" \t");
-    if (b == std::string::npos || line[b] != '%' || line.find(" = ") == std::string::npos) {
-      if (!body.empty()) break;
-      continue;
-    }
-    std::string code = line.substr(b);
-    for (std::size_t c; (c = code.find("/*")) != std::string::npos;) code.erase(c, code.find("*/", c) + 2 - c);
-    const std::string lhs = name_at(code, 0);
-    for (std::size_t p = code.find('%', 1); p != std::string::npos; p = code.find('%', p + 1)) {
-      const std::string n = name_at(code, p);
-      if (std::find(defined.begin(), defined.end(), n) == defined.end() && std::find(params.begin(), params.end(), n) == params.end())
-        params.push_back(n);
-    }
-    defined.push_back(lhs);
-    last = lhs;
-    body += line.substr(b) + "\n";
-  }
-  std::string fn = "fn (";
-  for (std::size_t i = 0; i < params.size(); ++i) fn += (i ? ", %" : "%") + params[i];
-  return fn + ") {\n" + body + "%" + last + "\n}\n";
-}
-
 // Parses text that may be malformed: success, or a relay::error with a position. Anything else
 // (another exception, a crash under the sanitizers) fails the test.
 void parse_or_error(const std::string& text) {
@@ -727,7 +693,7 @@ TEST_CASE("parser: the programs in the seeds") {
     std::string text = read_file(f.path());
     std::vector<std::string> programs;
     if (name.starts_with("001")) text = restore_ty_comments(text);
-    if (name.starts_with("002")) programs.push_back(wrap_binding_block(text));
+    if (name.starts_with("002")) programs.push_back(fuse::test::wrap_binding_block(text));
     else programs = embedded_programs(text);
     CAPTURE(name);
     if (name.starts_with("000")) CHECK(programs.size() == 2);

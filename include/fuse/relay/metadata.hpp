@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <array>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -62,18 +64,23 @@ inline std::string encode_base64(std::span<const unsigned char> bytes) {
   return out;
 }
 
-/// Decodes base64 text. On malformed text (a character outside the alphabet, a length that is
-/// not a multiple of 4, '=' anywhere but the last one or two places, non-zero bits under the
-/// padding) returns {} and sets `error`; otherwise clears it.
-inline std::vector<unsigned char> decode_base64(std::string_view text, std::string& error) {
-  error.clear();
+namespace metadata_detail {
+
+/// The 6-bit value of each base64 character; 0x80 marks a character outside the alphabet
+/// ('=' included: padding is handled apart).
+inline constexpr auto base64_values = [] {
+  std::array<std::uint8_t, 256> t{};
+  for (auto& v : t) v = 0x80;
+  const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(alphabet[i])] = static_cast<std::uint8_t>(i);
+  return t;
+}();
+
+/// The checking decoder: finds the first defect and says what it is (the error path).
+inline std::vector<unsigned char> decode_base64_checked(std::string_view text, std::string& error) {
   auto value = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
+    const std::uint8_t v = base64_values[static_cast<unsigned char>(c)];
+    return v & 0x80 ? -1 : v;
   };
   const std::size_t n = text.size();
   std::size_t pad = 0;
@@ -106,6 +113,44 @@ inline std::vector<unsigned char> decode_base64(std::string_view text, std::stri
     if (chars > 2) out.push_back(static_cast<unsigned char>(v >> 8));
     if (chars > 3) out.push_back(static_cast<unsigned char>(v));
   }
+  return out;
+}
+
+}  // namespace metadata_detail
+
+/// Decodes base64 text. On malformed text (a character outside the alphabet, a length that is
+/// not a multiple of 4, '=' anywhere but the last one or two places, non-zero bits under the
+/// padding) returns {} and sets `error`; otherwise clears it. The whole quads are decoded by
+/// table, four characters at a time with one test for a bad one among them (metadata sections
+/// hold hundreds of MB); any defect is then described by the checking decoder.
+inline std::vector<unsigned char> decode_base64(std::string_view text, std::string& error) {
+  error.clear();
+  const std::size_t n = text.size();
+  if (n % 4 != 0 || n == 0) return n == 0 ? std::vector<unsigned char>{} : metadata_detail::decode_base64_checked(text, error);
+  const std::size_t pad = text[n - 1] != '=' ? 0 : text[n - 2] != '=' ? 1 : 2;
+  const std::size_t full = pad ? n - 4 : n;  // characters in whole quads before the last padded one
+  std::vector<unsigned char> out(full / 4 * 3 + (pad ? 3 - pad : 0));
+  const auto* in = reinterpret_cast<const unsigned char*>(text.data());
+  const auto& t = metadata_detail::base64_values;
+  unsigned char* o = out.data();
+  std::uint8_t bad = 0;
+  for (std::size_t i = 0; i < full; i += 4, o += 3) {
+    const std::uint8_t a = t[in[i]], b = t[in[i + 1]], c = t[in[i + 2]], d = t[in[i + 3]];
+    bad |= a | b | c | d;
+    const std::uint32_t v = std::uint32_t{a} << 18 | std::uint32_t{b} << 12 | std::uint32_t{c} << 6 | d;
+    o[0] = static_cast<unsigned char>(v >> 16);
+    o[1] = static_cast<unsigned char>(v >> 8);
+    o[2] = static_cast<unsigned char>(v);
+  }
+  if (pad) {
+    const std::uint8_t a = t[in[full]], b = t[in[full + 1]], c = pad == 1 ? t[in[full + 2]] : 0;
+    bad |= a | b | c;
+    const std::uint32_t v = std::uint32_t{a} << 18 | std::uint32_t{b} << 12 | std::uint32_t{c} << 6;
+    if ((pad == 2 && (v & 0xFFFF) != 0) || (pad == 1 && (v & 0xFF) != 0)) bad |= 0x80;
+    o[0] = static_cast<unsigned char>(v >> 16);
+    if (pad == 1) o[1] = static_cast<unsigned char>(v >> 8);
+  }
+  if (bad & 0x80) return metadata_detail::decode_base64_checked(text, error);
   return out;
 }
 
@@ -254,6 +299,89 @@ inline std::shared_ptr<const constant_data> decode_ndarray(std::span<const unsig
 /// runs to the end of the text (leading whitespace and an `r"""` ... `"""` wrapper, as older
 /// printers wrote it, are skipped). Throws relay::error (located in src) on any malformed input:
 /// a JSON syntax error at the offending byte, anything else at `offset`.
+namespace metadata_detail {
+
+/// The section's JSON with the strings of the top-level "b64ndarrays" array (the tensors: nearly
+/// all of its bytes) taken out: nlohmann-json then parses only the object graph, and the blobs
+/// are decoded where they lie in the text. Each blob string becomes "\u0001N" (N its index in
+/// `blobs`); `moved` maps offsets in `json` back to the text for parse errors. Empty (`ok`
+/// false) when the text already holds a "\u0001" escape, so that a placeholder cannot be
+/// mistaken for a string of the text: the section is then parsed whole.
+struct skeleton {
+  bool ok = false;
+  std::string json;
+  std::vector<std::string_view> blobs;
+  std::vector<std::pair<std::size_t, std::size_t>> moved;  // (end in json, end in text) of each placeholder
+
+  std::size_t text_offset(std::size_t at, std::size_t begin) const {
+    std::size_t from_json = 0, from_text = begin;
+    for (const auto& [j, t] : moved) {
+      if (j > at) break;
+      from_json = j, from_text = t;
+    }
+    return from_text + (at - from_json);
+  }
+};
+
+inline skeleton skeleton_of(std::string_view text, std::size_t begin) {
+  skeleton k;
+  if (text.find("\\u0001") != std::string_view::npos) return k;
+  k.json.reserve(4096);
+  int depth = 0;
+  bool in_blobs = false;
+  std::string_view last_string;  // the last string token at depth 1 (a key, when a ':' follows)
+  std::size_t copied = 0;        // text[0, copied) is in json
+  for (std::size_t i = 0; i < text.size();) {
+    const char ch = text[i];
+    if (ch == '"') {
+      // A string: find its end (a quote not escaped); note whether it has escapes.
+      std::size_t j = i + 1;
+      bool escapes = false;
+      for (;;) {
+        const void* q = std::memchr(text.data() + j, '"', text.size() - j);
+        const std::size_t end = q ? static_cast<std::size_t>(static_cast<const char*>(q) - text.data()) : text.size();
+        const void* b = std::memchr(text.data() + j, '\\', end - j);
+        if (!b) {
+          j = end;
+          break;
+        }
+        escapes = true;
+        j = static_cast<std::size_t>(static_cast<const char*>(b) - text.data()) + 2;  // past the escaped character
+        if (j >= text.size()) {
+          j = text.size();
+          break;
+        }
+      }
+      if (j >= text.size()) break;  // unterminated: the parser reports it on what is copied
+      const std::string_view body = text.substr(i + 1, j - i - 1);
+      if (in_blobs && depth == 2 && !escapes && body.size() >= 64) {
+        k.json.append(text.data() + copied, i - copied);
+        k.json += "\"\\u0001" + std::to_string(k.blobs.size()) + "\"";
+        k.blobs.push_back(body);
+        copied = j + 1;
+        k.moved.emplace_back(k.json.size(), begin + copied);
+      } else if (depth == 1) {
+        last_string = body;
+      }
+      i = j + 1;
+      continue;
+    }
+    if (ch == '{' || ch == '[') {
+      ++depth;
+      if (ch == '[' && depth == 2 && last_string == "b64ndarrays") in_blobs = true;
+    } else if (ch == '}' || ch == ']') {
+      --depth;
+      if (depth < 2) in_blobs = false;
+    }
+    ++i;
+  }
+  k.json.append(text.data() + copied, text.size() - copied);
+  k.ok = true;
+  return k;
+}
+
+}  // namespace metadata_detail
+
 inline metadata read_metadata(const source& src, std::size_t offset) {
   using json = nlohmann::json;
   const std::string& text = src.text();
@@ -280,13 +408,17 @@ inline metadata read_metadata(const source& src, std::size_t offset) {
       if (const std::size_t colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
     return what;
   };
+  const metadata_detail::skeleton sk =
+      metadata_detail::skeleton_of(std::string_view(text).substr(begin, end - begin), begin);
   json doc;
   try {
-    doc = json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin), text.begin() + static_cast<std::ptrdiff_t>(end));
+    if (sk.ok) doc = json::parse(sk.json);
+    else doc = json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin), text.begin() + static_cast<std::ptrdiff_t>(end));
   } catch (const json::parse_error& e) {
     // e.byte counts the characters read, the offending one included; past the end it points
     // just after the last non-blank character instead (an unterminated object, say).
-    std::size_t pos = begin + (e.byte > 0 ? e.byte - 1 : 0);
+    const std::size_t read = e.byte > 0 ? e.byte - 1 : 0;
+    std::size_t pos = sk.ok ? sk.text_offset(read, begin) : begin + read;
     if (pos >= end) {
       pos = end;
       while (pos > begin && space(text[pos - 1])) --pos;
@@ -433,8 +565,11 @@ inline metadata read_metadata(const source& src, std::size_t offset) {
       std::string what = "b64ndarrays[" + std::to_string(k) + "]";
       if (first_user[k] < constant_blobs.size()) what += " (meta[relay.Constant][" + std::to_string(first_user[k]) + "])";
       if (!blobs[k].is_string()) throw fail(what + " is not a string");
+      // A blob the skeleton took out is read where it lies in the text.
+      std::string_view b64 = blobs[k].get_ref<const std::string&>();
+      if (sk.ok && b64.size() >= 2 && b64[0] == '\x01') b64 = sk.blobs.at(std::stoul(std::string(b64.substr(1))));
       std::string err;
-      const auto bytes = decode_base64(blobs[k].get_ref<const std::string&>(), err);
+      const auto bytes = decode_base64(b64, err);
       if (!err.empty()) throw fail(what + ": base64: " + err);
       decoded[k] = decode_ndarray(bytes, err);
       if (!decoded[k]) throw fail(what + ": " + err);

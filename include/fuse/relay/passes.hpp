@@ -366,12 +366,13 @@ inline void inline_functions(module& m) {
 /// they are written (FuseOps output binds `%0 = fn (..., Primitive=1) {...}` and calls
 /// `%0(...)`) and non-recursive globals, whatever their attributes. The fusion planner then sees
 /// one function of op calls, and regroups what FuseOps had grouped. Type-checks again when the
-/// module was typed.
+/// module was typed and a call was inlined.
 inline void inline_calls(module& m) {
   using namespace pass_detail;
   const bool typed = was_typechecked(m);
   const call_graph calls(m);
   const inline_budget budget(m);
+  bool changed = false;
   for (int round = 0; round < 64; ++round) {
     std::unordered_map<expr*, expr*> map;
     for (expr* e : post_order(def_roots(m))) {
@@ -388,8 +389,9 @@ inline void inline_calls(module& m) {
     }
     if (map.empty()) break;
     substitute(m, map);
+    changed = true;
   }
-  if (typed) typecheck(m);
+  if (typed && changed) typecheck(m);
 }
 
 // ---- SimplifyInference -------------------------------------------------------------------------
@@ -402,7 +404,7 @@ inline void inline_calls(module& m) {
 /// Type-checks first (the rewrite needs the data's rank and dtype) and after.
 inline void simplify_inference(module& m) {
   using namespace pass_detail;
-  typecheck(m);
+  if (!was_typechecked(m)) typecheck(m);
   std::unordered_map<expr*, expr*> map;
   std::unordered_map<expr*, expr*> unpacked;  // batch_norm call -> its inference form
   for (expr* e : post_order(def_roots(m))) {
@@ -462,6 +464,7 @@ inline void simplify_inference(module& m) {
       map[e] = out;
     }
   }
+  if (map.empty()) return;  // nothing to simplify: the module and its types stand
   substitute(m, map);
   typecheck(m);
 }

@@ -20,6 +20,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -122,6 +124,7 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
   std::unordered_map<const expr*, int> stored_depth;  // a materialized node's own tree depth
   constexpr int shared_inline_limit = 8;  // ops recomputed per extra consumer at most
   constexpr int max_tree_depth = 48;      // deeper trees are cut (compile time of the header)
+  constexpr std::size_t max_pass_outputs = 8, max_pass_ops = 512;  // what one merged pass may hold
   // The size and depth of e's tree over its inputs that are not stored.
   const auto measure = [&](const expr* e, int own) {
     int s = own, dp = 0;
@@ -177,13 +180,18 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
   // Horizontal merge: two kernels whose outputs have one shape and that read a common
   // contraction run as one pass (the contraction is then computed once, in blocks). The pass
   // takes the later kernel's place, so it is legal when no kernel in between reads the earlier
-  // one's outputs.
-  const auto reads = [&](const kernel& k, const kernel& from) {
-    for (const expr* x : k.ops)
-      for (const expr* c : x->args)
-        if (std::find(from.outputs.begin(), from.outputs.end(), c) != from.outputs.end()) return true;
-    return false;
+  // one's outputs. Each kernel merges into the first later kernel that qualifies; candidates come
+  // from indexes (who reads a node, who computes a contraction), so planning stays near-linear
+  // in the program's size (an unrolled 100k-op model has thousands of kernels).
+  std::unordered_map<const expr*, std::set<std::size_t>> readers;  // node -> kernels whose ops read it
+  std::unordered_map<const expr*, std::set<std::size_t>> holders;  // contraction -> kernels computing it
+  const auto index_kernel = [&](const kernel& k, std::size_t at) {
+    for (const expr* x : k.ops) {
+      if (is_contraction(x)) holders[x].insert(at);
+      for (const expr* c : x->args) readers[c].insert(at);
+    }
   };
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) index_kernel(p.kernels[k], k);
   // Kernels whose outputs are elementwise trees (not a reduction, softmax or contraction at the
   // root, which have kernels of their own) can share a pass.
   const auto is_tree_kernel = [&](const kernel& k) {
@@ -191,47 +199,76 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
       if (is_reduction(o) || is_contraction(o)) return false;
     return true;
   };
+  const auto is_result = [&](const expr* e) { return std::find(results.begin(), results.end(), e) != results.end(); };
+  // Whether an op of b under a contraction's operands (within b's tree) reads a's outputs.
+  const auto reads_under_contraction = [&](const kernel& b, const kernel& a) {
+    const std::unordered_set<const expr*> own(b.ops.begin(), b.ops.end());
+    const std::unordered_set<const expr*> outs(a.outputs.begin(), a.outputs.end());
+    std::vector<const expr*> stack;
+    for (const expr* x : b.ops)
+      if (is_contraction(x)) stack.insert(stack.end(), x->args.begin(), x->args.end());
+    std::unordered_set<const expr*> seen;
+    while (!stack.empty()) {
+      const expr* x = stack.back();
+      stack.pop_back();
+      if (outs.count(x)) return true;
+      if (!own.count(x) || !seen.insert(x).second) continue;
+      stack.insert(stack.end(), x->args.begin(), x->args.end());
+    }
+    return false;
+  };
   for (std::size_t a = 0; options.merge_siblings && a < p.kernels.size(); ++a) {
-    for (std::size_t b = a + 1; b < p.kernels.size() && !p.kernels[a].outputs.empty(); ++b) {
-      kernel& ka = p.kernels[a];
+    kernel& ka = p.kernels[a];
+    if (ka.outputs.empty() || !is_tree_kernel(ka)) continue;
+    // The first later kernel that reads a's outputs: no pass beyond it may take a's place.
+    std::size_t first_reader = p.kernels.size();
+    for (const expr* o : ka.outputs)
+      if (auto it = readers.find(o); it != readers.end())
+        if (auto r = it->second.upper_bound(a); r != it->second.end()) first_reader = std::min(first_reader, *r);
+    // Candidates up to it: sharing a contraction or a read input or stored value (worth one
+    // pass), or reading a's outputs (an LSTM's h' reads c'; a dequantized result reads the
+    // quantized one: in the merged pass it reads their trees, which the pass computes anyway).
+    std::map<std::size_t, bool> candidates;  // kernel -> shares something with a
+    const auto collect = [&](const std::set<std::size_t>& from, bool shares) {
+      for (auto it = from.upper_bound(a); it != from.end() && *it <= first_reader && *it < p.kernels.size(); ++it) {
+        bool& s = candidates[*it];
+        s = s || shares;
+      }
+    };
+    for (const expr* x : ka.ops) {
+      if (is_contraction(x)) collect(holders[x], true);
+      for (const expr* c : x->args)
+        if (c->kind != expr_kind::call || p.materialized.count(c)) collect(readers[c], true);
+    }
+    for (const expr* o : ka.outputs) collect(readers[o], false);
+    for (const auto& [b, shares] : candidates) {
       kernel& kb = p.kernels[b];
       if (kb.outputs.empty() || ka.outputs[0]->checked.shape != kb.outputs[0]->checked.shape) continue;  // dtypes may differ
-      if (!is_tree_kernel(ka) || !is_tree_kernel(kb)) continue;
-      // Worth one pass when they read something in common: a contraction (computed once), or
-      // an input or stored value (read once instead of twice).
-      bool shares = false;
-      for (const expr* x : ka.ops)
-        if (is_contraction(x) && std::find(kb.ops.begin(), kb.ops.end(), x) != kb.ops.end()) shares = true;
-      for (const expr* x : ka.ops)
-        for (const expr* c : x->args)
-          if (c->kind != expr_kind::call || p.materialized.count(c))
-            for (const expr* y : kb.ops)
-              if (std::find(y->args.begin(), y->args.end(), c) != y->args.end()) shares = true;
-      // Or b reads a's outputs (an LSTM's h' reads c'; a dequantized result reads the quantized
-      // one): in the merged pass it reads their trees, which the pass computes anyway.
-      // Only for results (stored anyway), not for nodes stored to cut a deep tree, and only
-      // while the trees together stay within the depth bound.
+      if (!is_tree_kernel(kb)) continue;
+      // One pass of bounded size: a fuse::eval of a few outputs (the header's compile time).
+      if (ka.outputs.size() + kb.outputs.size() > max_pass_outputs || ka.ops.size() + kb.ops.size() > max_pass_ops) continue;
+      // b may read a's outputs elementwise (h' reads c'), not as a contraction's operand: there
+      // the merged pass would compute a's tree again inside b's prologue (step t + 1 of an
+      // unrolled RNN reads h_t through its dense).
+      if (reads_under_contraction(kb, ka)) continue;
+      // Reading a's outputs alone: only for results (stored anyway), not for nodes stored to cut
+      // a deep tree, and only while the trees together stay within the depth bound.
       if (!shares) {
-        if (!reads(kb, ka)) continue;
-        int d = 0;
-        for (const expr* o : ka.outputs) {
-          if (std::find(results.begin(), results.end(), o) == results.end()) d = max_tree_depth + 1;
-          d = std::max(d, stored_depth[o]);
-        }
-        int db = 0;
+        int da = 0, db = 0;
+        for (const expr* o : ka.outputs) da = std::max(is_result(o) ? 0 : max_tree_depth + 1, std::max(da, stored_depth[o]));
         for (const expr* o : kb.outputs) db = std::max(db, stored_depth[o]);
-        if (d + db > max_tree_depth) continue;
+        if (da + db > max_tree_depth) continue;
       }
-      bool blocked = false;
-      for (std::size_t k = a + 1; k < b && !blocked; ++k) blocked = reads(p.kernels[k], ka);
-      if (blocked) continue;
       kb.outputs.insert(kb.outputs.begin(), ka.outputs.begin(), ka.outputs.end());
       std::vector<const expr*> ops = ka.ops;
+      std::unordered_set<const expr*> in(ops.begin(), ops.end());
       for (const expr* x : kb.ops)
-        if (std::find(ops.begin(), ops.end(), x) == ops.end()) ops.push_back(x);
+        if (in.insert(x).second) ops.push_back(x);
       kb.ops = std::move(ops);
+      index_kernel(ka, b);
       ka.outputs.clear();
       ka.ops.clear();
+      break;
     }
   }
   p.kernels.erase(std::remove_if(p.kernels.begin(), p.kernels.end(), [](const kernel& k) { return k.outputs.empty(); }),

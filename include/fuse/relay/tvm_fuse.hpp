@@ -438,14 +438,17 @@ class partitioner {
       const int d = dom_parent_[i];
       if (gp == P::opaque || d < 0) continue;
       const auto ud = static_cast<std::size_t>(d);
-      if (fused_size(n, d) > static_cast<std::size_t>(std::max(max_depth_, 0))) continue;
+      // TVM refuses a fusion whose group would pass max_fuse_depth before anything else; the
+      // count walks the paths to d, so it is taken here only where a fusion would follow (the
+      // same decisions: it changes nothing, and unrolled models stay near-linear).
+      const auto small_enough = [&] { return fused_size(n, d) <= static_cast<std::size_t>(std::max(max_depth_, 0)); };
 
       if (phase == 2) {
         // Injective ops into an intermediate tuple that was itself fused into an injective
         // consumer (concatenate); nothing else happens in phase 2.
         if (!le(gp, P::injective)) continue;
         const P root_pattern = groups_[static_cast<std::size_t>(root(d))].pattern;
-        if (groups_[ud].pattern == P::tuple && le(root_pattern, P::injective) &&
+        if (groups_[ud].pattern == P::tuple && le(root_pattern, P::injective) && small_enough() &&
             check_path(n, d, [](P k, bool) { return le(k, P::injective); }))
           commit(n, d);
         continue;
@@ -455,17 +458,18 @@ class partitioner {
       const P dp = dom_pattern_[i];
       if (gp == P::out_ewise_fusable) {
         // An anchor takes element-wise/broadcast epilogues only, in phase 0.
-        if (phase == 0 && dp == P::elemwise && check_path(n, d, [](P k, bool) { return le(k, P::broadcast); })) commit(n, d);
+        if (phase == 0 && dp == P::elemwise && small_enough() && check_path(n, d, [](P k, bool) { return le(k, P::broadcast); }))
+          commit(n, d);
       } else if (le(gp, P::broadcast)) {
         // Into an injective, reduction or anchor sink through injective-or-less groups.
-        if ((le(dp, P::injective) || dp == P::comm_reduce) && check_path(n, d, [](P k, bool sink) {
+        if ((le(dp, P::injective) || dp == P::comm_reduce) && small_enough() && check_path(n, d, [](P k, bool sink) {
               return sink ? (le(k, P::injective) || k == P::comm_reduce || k == P::out_ewise_fusable) : le(k, P::injective);
             }))
           commit(n, d);
       } else if (gp == P::injective || gp == P::tuple) {
         // Deferred to phase 1 so that anchors finish first; injective all the way, so an
         // injective producer never joins a reduction or an anchor.
-        if (phase == 1 && check_path(n, d, [](P k, bool) { return le(k, P::injective); })) commit(n, d);
+        if (phase == 1 && small_enough() && check_path(n, d, [](P k, bool) { return le(k, P::injective); })) commit(n, d);
       }
       // comm_reduce: a reduction never absorbs its consumers.
     }
