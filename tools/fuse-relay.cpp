@@ -5,10 +5,11 @@
 //       writes out0.npy, out1.npy, ... (a tuple result flattened in order)
 //   fuse-relay types MODEL.relay
 //       parses and type-checks the model; prints each definition's signature
-//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [QNN]
+//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [QNN]
 //       writes the header of fused kernels; --report lists each kernel with its ops; --dot
-//       draws the plan (kernels as clusters) for Graphviz
-//   fuse-relay check MODEL.relay [--seed S] [QNN]
+//       draws the plan (kernels as clusters) for Graphviz; --planner tvm plans TVM v0.19
+//       FuseOps' groups instead of fuse's (the header then runs TVM's grouping)
+//   fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [QNN]
 //       generates the header, compiles it with the project's compiler and flags, runs it on
 //       random inputs and compares with the interpreter; exit 0 only within tolerance
 //   QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]
@@ -47,8 +48,8 @@ constexpr const char* usage_text =
     "usage:\n"
     "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [QNN]\n"
     "  fuse-relay types MODEL.relay\n"
-    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [QNN]\n"
-    "  fuse-relay check MODEL.relay [--seed S] [QNN]\n"
+    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [QNN]\n"
+    "  fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [QNN]\n"
     "QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]\n"
     "  (qnn.requantize's \"None\": TVM's RequantizeConfig, default UPWARD and int64)\n";
 
@@ -115,6 +116,14 @@ const std::vector<std::string> qnn_flags = {"--qnn-rounding", "--qnn-compute-dty
 std::vector<std::string> with_qnn_flags(std::vector<std::string> known) {
   known.insert(known.end(), qnn_flags.begin(), qnn_flags.end());
   return known;
+}
+
+/// The plan options of --planner: fuse's own (the default) or TVM's groups.
+plan_options planner_options(const arguments& args, const module& m) {
+  const std::string planner = args.get("--planner", "fuse");
+  if (planner == "fuse") return {};
+  if (planner == "tvm") return tvm_planner_options(m);
+  throw usage_error{"--planner " + planner + ": fuse or tvm"};
 }
 
 /// A model as every command runs it: parsed, type-checked and its qnn ops legalized (TVM
@@ -190,7 +199,7 @@ int compile(const arguments& args) {
   for (char c : ns)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
       throw usage_error{"--namespace " + ns + " is not a C++ namespace name"};
-  const plan p = make_plan(m);
+  const plan p = make_plan(m, "main", planner_options(args, m));
   const emitted e = emit_header(m, p, ns, args.model);
   std::ofstream f(out);
   if (!(f << e.header)) throw error("cannot write " + out);
@@ -210,6 +219,7 @@ int check(const arguments& args) {
   const std::string tvm = tvm_count(m);
   prepare_for_planning(m);
   check_options opt;
+  opt.planning = planner_options(args, m);
   opt.cxx = FUSE_RELAY_CXX;
   opt.flags = FUSE_RELAY_CXX_FLAGS;
   const std::string seed = args.get("--seed", "1");
@@ -243,8 +253,8 @@ int main(int argc, char** argv) {
     }
     if (cmd == "run") return run(arguments(argc, argv, with_qnn_flags({"--inputs", "--outputs", "--function"})));
     if (cmd == "types") return types(arguments(argc, argv, {}));
-    if (cmd == "compile") return compile(arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot"})));
-    if (cmd == "check") return check(arguments(argc, argv, with_qnn_flags({"--seed"})));
+    if (cmd == "compile") return compile(arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner"})));
+    if (cmd == "check") return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner"})));
     throw usage_error{"unknown command " + cmd};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "fuse-relay: %s\n%s", e.message.c_str(), usage_text);

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <fuse/relay/check.hpp>
 #include <fuse/relay/emit.hpp>
@@ -315,6 +317,24 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
       CHECK(std::stod(r.out.substr(at + 5)) > 90.0);
     }
   }
+}
+#endif
+
+#ifdef FUSE_RELAY_TOOL
+TEST_CASE("fuse-relay --planner tvm: the header runs TVM's groups and matches the interpreter") {
+  // The seed cell: TVM's {dense} and {split, gates, add}. The LSTM cell: TVM's five groups but
+  // the one whose root is split (a tuple: fuse reads its sections as views of the bias_add).
+  for (const auto& [name, text, kernels] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"seed_cell_tvm", seed_cell, "2"}, {"lstm_cell_tvm", lstm_cell, "4"}, {"int8_chain_tvm", int8_chain, ""}}) {
+    CAPTURE(name);
+    const checked_run r = check_program(name, text, "--planner tvm");
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    if (!kernels.empty()) CHECK(r.out.find("kernels=" + kernels + " ") != std::string::npos);
+  }
+  const checked_run bad = check_program("bad_planner", seed_cell, "--planner xla");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--planner xla: fuse or tvm") != std::string::npos);
 }
 #endif
 

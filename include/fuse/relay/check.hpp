@@ -35,6 +35,7 @@ struct check_options {
   std::uint64_t seed = 1;   ///< random inputs
   std::string workdir;      ///< where the header, driver and .npy files go
   double float_tolerance = 1e-4;
+  plan_options planning;    ///< how the header is planned (fuse's planner by default)
 };
 
 struct check_report {
@@ -206,7 +207,7 @@ inline check_report check_model(module& m, const std::string& source_name, const
   using namespace check_detail;
   check_report rep;
   std::unordered_set<const expr*> constants_from_inputs;
-  const plan p = make_plan(m);
+  const plan p = make_plan(m, "main", opt.planning);
   const emitted em = emit_header(m, p, "fuse_check_model", source_name);
   rep.kernels = em.kernels;
   const std::filesystem::path dir = opt.workdir;

@@ -46,6 +46,7 @@
 
 #include "fuse/relay/ir.hpp"
 #include "fuse/relay/ops.hpp"
+#include "fuse/relay/plan.hpp"
 
 namespace fuse::relay {
 
@@ -544,6 +545,18 @@ inline tvm_plan tvm_fuse_ops(const module& m, const std::string& def = "main", i
     for (auto it = called.rbegin(); it != called.rend(); ++it) pending.push_back(*it);
   }
   return plan;
+}
+
+/// `--planner tvm`: fuse's planner told to store the root of every group TVM's FuseOps forms on
+/// @def (the program as the planner sees it: calls inlined) and to merge no passes, so the
+/// header runs TVM's grouping on fuse's loops; its kernel count is TVM's, give or take what
+/// fuse stores on its own (a batch_matmul, a reduction TVM fuses into an elementwise group).
+inline plan_options tvm_planner_options(const module& m, const std::string& def = "main") {
+  plan_options o;
+  o.merge_siblings = false;
+  for (const tvm_group& g : tvm_fuse_ops(m, def).groups)
+    if (g.root) o.store.insert(g.root);
+  return o;
 }
 
 }  // namespace fuse::relay
