@@ -443,6 +443,18 @@ class legalizer {
     return requantize(e->args[0], e->args[1], e->args[2], e->args[3], e->args[4], c.integer("axis"), out, rounding, compute);
   }
 
+  /// quantize's and dequantize's scale (args[1]) and zero point (args[2]) checked against the
+  /// data (args[0]); returns their axis, normalized (checked when either is per channel).
+  std::int64_t scale_and_zero_point_axis(const expr* e, const op_call& c) const {
+    const type& data = e->args[0]->checked;
+    const auto rank = static_cast<std::int64_t>(data.shape.size());
+    const std::int64_t axis = normalize_axis(c.integer("axis"), rank);
+    check_param(e->args[1], true, "scale", &data, axis);
+    check_param(e->args[2], false, "zero point", &data, axis);
+    if (!e->args[1]->checked.shape.empty() || !e->args[2]->checked.shape.empty()) check_axis(axis, rank);
+    return axis;
+  }
+
   expr* quantize(expr* e) {
     const op_call c = attrs_of(e);
     expr* x = e->args[0];
@@ -450,10 +462,7 @@ class legalizer {
     const dtype out = e->checked.dt;
     if (!is_qtype(out) || out.bits == 64 || (out.is_uint() && out.bits == 32)) fail("out_dtype must be int8, uint8, int16, uint16 or int32, not " + out.name());
     const auto rank = static_cast<std::int64_t>(x->checked.shape.size());
-    const std::int64_t axis = normalize_axis(c.integer("axis"), rank);
-    check_param(e->args[1], true, "scale", &x->checked, axis);
-    check_param(e->args[2], false, "zero point", &x->checked, axis);
-    if (!e->args[1]->checked.shape.empty() || !e->args[2]->checked.shape.empty()) check_axis(axis, rank);
+    const std::int64_t axis = scale_and_zero_point_axis(e, c);
     expr* t = call("round", {call("divide", {x, along(e->args[1], rank, axis)})});
     if (!is_zero(e->args[2])) t = call("add", {t, cast(along(e->args[2], rank, axis), dtype::float32())});
     return saturate(t, out);
@@ -467,10 +476,7 @@ class legalizer {
     const dtype in = x->checked.dt;
     if (!is_qtype(in) || in.bits == 64 || (in.is_uint() && in.bits == 32)) fail("the input must be int8, uint8, int16, uint16 or int32, not " + in.name());
     const auto rank = static_cast<std::int64_t>(x->checked.shape.size());
-    const std::int64_t axis = normalize_axis(c.integer("axis"), rank);
-    check_param(e->args[1], true, "scale", &x->checked, axis);
-    check_param(e->args[2], false, "zero point", &x->checked, axis);
-    if (!e->args[1]->checked.shape.empty() || !e->args[2]->checked.shape.empty()) check_axis(axis, rank);
+    const std::int64_t axis = scale_and_zero_point_axis(e, c);
     expr* t = cast(x, dtype::int32());
     if (!is_zero(e->args[2])) t = call("subtract", {t, along(e->args[2], rank, axis)});
     return call("multiply", {cast(t, dtype::float32()), along(e->args[1], rank, axis)});
