@@ -142,6 +142,8 @@ void passes_stage(relay::module& m) {
   relay::remove_unused_functions(m);
   relay::inline_calls(m);
   relay::simplify_inference(m);
+  relay::fold_scale_axis(m);
+  relay::combine_parallel_dense(m);
   relay::eliminate_dead_code(m);
 }
 relay::module prepared(const std::string& text) {

@@ -134,11 +134,16 @@ module load_legalized(const arguments& args) {
   return m;
 }
 
-/// What the planner needs: one function of op calls, batch_norm and dropout simplified.
+/// What the planner needs: one function of op calls, batch_norm and dropout simplified; then
+/// what makes fewer or lighter kernels: per-channel scales folded into constant dense weights
+/// (FoldScaleAxis) and sibling denses of one input combined into one, read through a split
+/// view (CombineParallelDense).
 void prepare_for_planning(module& m) {
   remove_unused_functions(m);
   inline_calls(m);
   simplify_inference(m);
+  fold_scale_axis(m);
+  combine_parallel_dense(m);
   eliminate_dead_code(m);
 }
 

@@ -781,10 +781,10 @@ inline expr* concatenate_rows(module& m, const std::vector<expr*>& parts, locati
 /// Only what the pass builds is folded (the scaled weights and biases): the rest of the module
 /// is left as it is (run fold_constant for the other constant subgraphs). Folds repeat to a fixed
 /// point, so chains of scales all go. nn.conv2d, TVM's main case, is not supported by fuse yet:
-/// type checking names it. Type-checks first and after.
+/// type checking names it. Type-checks first (unless typed) and after each change.
 inline void fold_scale_axis(module& m) {
   using namespace pass_detail;
-  typecheck(m);
+  if (!was_typechecked(m)) typecheck(m);
   for (bool changed = true; changed;) {
     changed = false;
     if (fold_scale_backward(m)) typecheck(m), changed = true;
@@ -810,10 +810,10 @@ inline void fold_scale_axis(module& m) {
 /// constants with data, parameters of the definition, and op calls, tuples and projections of
 /// those (no dense among them, so combining cannot make a cycle); constant weights and the
 /// others form separate groups; denses inside nested functions are left alone. Groups smaller
-/// than `min_num_branches` (and than 2) are left as they are. Type-checks first and after.
+/// than `min_num_branches` (and than 2) are left as they are. Type-checks first (unless typed) and after a change.
 inline void combine_parallel_dense(module& m, int min_num_branches = 2) {
   using namespace pass_detail;
-  typecheck(m);
+  if (!was_typechecked(m)) typecheck(m);
   const auto consumers = consumers_of(m);
   const std::size_t min_size = static_cast<std::size_t>(std::max(2, min_num_branches));
   std::unordered_map<expr*, expr*> map;
@@ -890,6 +890,7 @@ inline void combine_parallel_dense(module& m, int min_num_branches = 2) {
       }
     }
   }
+  if (map.empty()) return;  // nothing combined: the module and its types stand
   substitute(m, map);
   typecheck(m);
 }
