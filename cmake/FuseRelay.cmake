@@ -1,11 +1,13 @@
-# fuse_relay_generate(TARGET tgt RELAY model.relay NAMESPACE ns [HEADER name.hpp])
+# fuse_relay_generate(TARGET tgt RELAY model.relay NAMESPACE ns [HEADER name.hpp]
+#                     [OPTIONS --qnn-rounding TONEAREST --planner tvm ...])
 #
 # Generates, at build time, the header of fused kernels of a Relay model (`fuse-relay compile`)
 # and adds it to the target: `#include "<HEADER>"` (default: the model's file name with .hpp),
 # then `ns::model m; m(inputs..., outputs...);`. The header is rebuilt when the model or the
-# frontend changes. Needs the `fuse-relay` target (built with FUSE_BUILD_TOOLS=ON).
+# frontend changes. OPTIONS are passed to `fuse-relay compile` as they are (--planner,
+# --qnn-rounding, --qnn-compute-dtype). Needs the `fuse-relay` target (FUSE_BUILD_TOOLS=ON).
 function(fuse_relay_generate)
-  cmake_parse_arguments(FR "" "TARGET;RELAY;NAMESPACE;HEADER" "" ${ARGN})
+  cmake_parse_arguments(FR "" "TARGET;RELAY;NAMESPACE;HEADER" "OPTIONS" ${ARGN})
   foreach(arg TARGET RELAY NAMESPACE)
     if(NOT FR_${arg})
       message(FATAL_ERROR "fuse_relay_generate: ${arg} is required")
@@ -27,7 +29,7 @@ function(fuse_relay_generate)
   add_custom_command(
     OUTPUT "${out}"
     COMMAND ${CMAKE_COMMAND} -E make_directory "${dir}"
-    COMMAND fuse-relay compile "${relay}" -o "${out}" --namespace "${FR_NAMESPACE}" --report
+    COMMAND fuse-relay compile "${relay}" -o "${out}" --namespace "${FR_NAMESPACE}" --report ${FR_OPTIONS}
     DEPENDS "${relay}" fuse-relay
     COMMENT "fuse-relay: ${FR_RELAY} -> ${FR_HEADER}"
     VERBATIM)
