@@ -133,11 +133,14 @@ inline expr* make_call(module& m, const std::string& op, std::vector<expr*> args
   return c;
 }
 
-inline expr* make_constant(module& m, constant_data d, location at) {
+inline expr* make_constant(module& m, std::shared_ptr<const constant_data> d, location at) {
   expr* c = m.make(expr_kind::constant, at);
-  c->annotated = type::tensor(d.shape, d.dt);
-  c->data = std::make_shared<const constant_data>(std::move(d));
+  c->annotated = type::tensor(d->shape, d->dt);
+  c->data = std::move(d);
   return c;
+}
+inline expr* make_constant(module& m, constant_data d, location at) {
+  return make_constant(m, std::make_shared<const constant_data>(std::move(d)), at);
 }
 
 /// A 0-d constant of dtype dt (MakeConstantScalar), rounded as the dtype holds it.
@@ -285,6 +288,26 @@ inline std::string call_attrs_key(const expr* call) {
   std::string s;
   for (const auto& [n, v] : all) s += n + "=" + v + ";";
   return s;
+}
+
+/// The value of a subgraph whose leaves are constants with data: the interpreter runs it as the
+/// body of a function of no parameters in a scratch module (the rest of the module is not
+/// touched). Null when it cannot be evaluated (an op the interpreter does not run, a type
+/// error) or is a tuple. FoldConstant, FoldScaleAxis, CombineParallelDense and qnn
+/// legalization evaluate through it.
+inline std::shared_ptr<const constant_data> constant_value(expr* root) {
+  module scratch;
+  expr* fn = scratch.make(expr_kind::function, root->at);
+  fn->body = root;
+  scratch.defs.push_back({"main", fn, root->at});
+  try {
+    typecheck(scratch);
+    const value v = interpreter(scratch).run("main", {});
+    if (v.is_tuple) return nullptr;
+    return std::make_shared<const constant_data>(interpreter::to_constant(v));
+  } catch (const relay::error&) {
+    return nullptr;
+  }
 }
 
 }  // namespace pass_detail
@@ -513,19 +536,8 @@ inline void fold_constant(module& m) {
     });
   }
   std::unordered_map<expr*, expr*> map;
-  for (expr* r : roots) {
-    module scratch;  // runs the subgraph as the body of a function of no parameters
-    expr* fn = scratch.make(expr_kind::function, r->at);
-    fn->body = r;
-    scratch.defs.push_back({"main", fn, r->at});
-    try {
-      const value v = interpreter(scratch).run("main", {});
-      if (v.is_tuple) continue;
-      map[r] = make_constant(m, interpreter::to_constant(v), r->at);
-    } catch (const relay::error&) {
-      // Not foldable after all (an op the interpreter does not run): left as it is.
-    }
-  }
+  for (expr* r : roots)
+    if (auto v = constant_value(r)) map[r] = make_constant(m, std::move(v), r->at);  // else not foldable after all: left as it is
   substitute(m, map);
   typecheck(m);
 }
@@ -627,12 +639,9 @@ inline bool has_data(const expr* e) { return e->kind == expr_kind::constant && e
 /// weights of several branches concatenated), as one constant: evaluated by the interpreter,
 /// as fold_constant evaluates, but without touching the rest of the module.
 inline expr* evaluate_constant(module& m, expr* e) {
-  module scratch;
-  expr* fn = scratch.make(expr_kind::function, e->at);
-  fn->body = e;
-  scratch.defs.push_back({"main", fn, e->at});
-  typecheck(scratch);
-  return make_constant(m, interpreter::to_constant(interpreter(scratch).run("main", {})), e->at);
+  auto v = constant_value(e);
+  if (!v) throw m.error_at(e->at, "internal: a constant subgraph a pass built could not be evaluated");
+  return make_constant(m, std::move(v), e->at);
 }
 
 /// Whether a factor of type t varies at most along the last axis of a tensor of type `of`: a

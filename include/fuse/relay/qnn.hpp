@@ -173,27 +173,12 @@ class legalizer {
 
   static bool has_data(const expr* e) { return e->kind == expr_kind::constant && e->data; }
 
-  /// Runs the (typed) expression root, whose leaves are constants with data, in the interpreter.
-  std::shared_ptr<const constant_data> evaluate(expr* root) const {
-    module scratch;
-    expr* fn = scratch.make(expr_kind::function, root->at);
-    fn->body = root;
-    scratch.defs.push_back({"main", fn, root->at});
-    try {
-      const value v = interpreter(scratch).run("main", {});
-      if (v.is_tuple) return nullptr;
-      return std::make_shared<const constant_data>(interpreter::to_constant(v));
-    } catch (const relay::error&) {
-      return nullptr;
-    }
-  }
-
   /// An op call; evaluated into a constant when all its operands are constants with data.
   expr* call(const std::string& op, std::vector<expr*> args, relay::attrs a = {}) {
     expr* c = typed(pass_detail::make_call(m_, op, std::move(args), at_, std::move(a)));
     for (const expr* x : c->args)
       if (!has_data(x)) return c;
-    if (auto d = evaluate(c)) return constant(*d);
+    if (auto d = pass_detail::constant_value(c)) return typed(pass_detail::make_constant(m_, std::move(d), at_));
     return c;
   }
 
@@ -277,7 +262,7 @@ class legalizer {
         return nullptr;
       if (x->kind == expr_kind::call && (!x->callee || x->callee->kind != expr_kind::op)) return nullptr;
     }
-    return evaluate(e);
+    return pass_detail::constant_value(e);
   }
 
   /// TVM's IsEqualScalar: both constants of the same dtype, shape and value.
