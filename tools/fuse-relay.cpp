@@ -1,22 +1,27 @@
 // fuse-relay: the command-line frontend, a thin layer of argument parsing around fuse/relay.
 //
-//   fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [QNN]
+//   fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [--params FILE] [QNN]
 //       runs the model's @main (or NAME) in the reference interpreter on DIR/<input>.npy and
-//       writes out0.npy, out1.npy, ... (a tuple result flattened in order)
+//       writes out0.npy, out1.npy, ... (a tuple result flattened in order); constants printed
+//       without data may be given as DIR/meta_relay_Constant_<i>.npy
 //   fuse-relay types MODEL.relay
 //       parses and type-checks the model; prints each definition's signature
-//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [QNN]
+//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [--params FILE] [QNN]
 //       writes the header of fused kernels; --report lists each kernel with its ops; --dot
 //       draws the plan (kernels as clusters) for Graphviz; --planner tvm plans TVM v0.19
 //       FuseOps' groups instead of fuse's (the header then runs TVM's grouping)
-//   fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [QNN]
+//   fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--params FILE] [QNN]
 //       generates the header, compiles it with the project's compiler and flags, runs it on
 //       random inputs and compares with the interpreter; exit 0 only within tolerance
+//   --params FILE: the model's weights (TVM's save_param_dict format or .npz): entries named as
+//       @main's parameters become constants, folded and packed at compile time; entries named
+//       meta[relay.Constant][i] (or meta_relay_Constant_i) give data to constants printed without it
 //   QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]
 //       what qnn.requantize's rounding="None" and compute_dtype="None" mean when qnn ops are
 //       legalized (TVM's RequantizeConfig; defaults UPWARD and int64)
 //
-// Exit status: 0 success, 1 bad input (FILE:LINE:COL: error: ... on stderr), 2 bad usage.
+// Exit status: 0 success, 1 bad input (FILE:LINE:COL: error: ... on stderr), 2 bad usage or an
+// internal error (a generated header that does not compile).
 #include <unistd.h>
 
 #include <cctype>
@@ -34,11 +39,9 @@
 #include <fuse/relay/emit.hpp>
 #include <fuse/relay/interpreter.hpp>
 #include <fuse/relay/npy.hpp>
-#include <fuse/relay/parser.hpp>
-#include <fuse/relay/passes.hpp>
-#include <fuse/relay/qnn.hpp>
+#include <fuse/relay/params.hpp>
+#include <fuse/relay/pipeline.hpp>
 #include <fuse/relay/tvm_fuse.hpp>
-#include <fuse/relay/typecheck.hpp>
 
 namespace {
 
@@ -46,10 +49,11 @@ using namespace fuse::relay;
 
 constexpr const char* usage_text =
     "usage:\n"
-    "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [QNN]\n"
+    "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [--params FILE] [QNN]\n"
     "  fuse-relay types MODEL.relay\n"
-    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [QNN]\n"
-    "  fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [QNN]\n"
+    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [--params FILE] [QNN]\n"
+    "  fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--params FILE] [QNN]\n"
+    "--params FILE: weights (TVM save_param_dict or .npz) bound to @main's parameters of those names\n"
     "QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]\n"
     "  (qnn.requantize's \"None\": TVM's RequantizeConfig, default UPWARD and int64)\n";
 
@@ -96,12 +100,6 @@ struct arguments {
   }
 };
 
-module load(const std::string& path) {
-  module m = parse_file(path);
-  typecheck(m);
-  return m;
-}
-
 /// The qnn options of the command line (checked here: a bad value is bad usage).
 qnn_options qnn_options_of(const arguments& args) {
   qnn_options o;
@@ -126,33 +124,41 @@ plan_options planner_options(const arguments& args, const module& m) {
   throw usage_error{"--planner " + planner + ": fuse or tvm"};
 }
 
-/// A model as every command runs it: parsed, type-checked and its qnn ops legalized (TVM
-/// legalizes them before any other pass, FuseOps included).
-module load_legalized(const arguments& args) {
-  module m = load(args.model);
-  legalize_qnn(m, qnn_options_of(args));
+/// A model as every command runs it (pipeline.hpp's load_model), with the weights of --params
+/// bound; entries that nothing took are named on stderr (TVM ignores them too).
+module load_legalized(const arguments& args, std::vector<params::entry> more = {}) {
+  load_options o;
+  o.qnn = qnn_options_of(args);
+  if (const std::string file = args.get("--params"); !file.empty()) {
+    o.weights = params::read_file(file);
+    o.weights_source = file;
+  }
+  o.weights.insert(o.weights.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  binding_report bound;
+  module m = load_model(args.model, o, &bound);
+  if (!bound.unused.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < bound.unused.size() && i < 8; ++i) names += (i ? ", " : "") + bound.unused[i];
+    if (bound.unused.size() > 8) names += ", ...";
+    std::fprintf(stderr, "fuse-relay: note: %zu entr%s of %s named no parameter or constant of the model: %s\n", bound.unused.size(),
+                 bound.unused.size() == 1 ? "y" : "ies", o.weights_source.c_str(), names.c_str());
+  }
   return m;
 }
 
-/// What the planner needs: one function of op calls, batch_norm and dropout simplified; then
-/// what makes fewer or lighter kernels: per-channel scales folded into constant dense weights
-/// (FoldScaleAxis) and sibling denses of one input combined into one, read through a split
-/// view (CombineParallelDense).
-void prepare_for_planning(module& m) {
-  remove_unused_functions(m);
-  inline_calls(m);
-  simplify_inference(m);
-  fold_scale_axis(m);
-  combine_parallel_dense(m);
-  eliminate_dead_code(m);
-}
-
 int run(const arguments& args) {
-  module m = load_legalized(args);
+  const std::filesystem::path in = args.require("--inputs"), out = args.require("--outputs");
+  // Constants printed without their data (print(mod) drops the metadata section) may be given
+  // as DIR/meta_relay_Constant_<i>.npy.
+  std::vector<params::entry> constants;
+  if (std::filesystem::is_directory(in))
+    for (const auto& f : std::filesystem::directory_iterator(in))
+      if (const std::string stem = f.path().stem().string(); f.path().extension() == ".npy" && meta_constant_index(stem) >= 0)
+        constants.push_back({stem, npy::read_file(f.path().string())});
+  module m = load_legalized(args, std::move(constants));
   const std::string fn = args.get("--function", "main");
   const definition* d = m.find(fn);
   if (!d) throw error(args.model + ": the model has no @" + fn);
-  const std::filesystem::path in = args.require("--inputs"), out = args.require("--outputs");
   std::vector<value> inputs;
   for (const expr* p : d->fn->args) {
     const std::filesystem::path file = in / (p->name + ".npy");
@@ -184,19 +190,10 @@ std::string ops_of(const kernel& k) {
   return s;
 }
 
-/// TVM v0.19 FuseOps' kernel count for the same program (qnn ops legalized, as TVM does before
-/// FuseOps), or why there is none.
-std::string tvm_count(const module& m) {
-  try {
-    return std::to_string(tvm_fuse_ops(m).kernels());
-  } catch (const error& e) {
-    return "n/a: " + e.message();
-  }
-}
-
 int compile(const arguments& args) {
   module m = load_legalized(args);
-  const std::string tvm = tvm_count(m);  // TVM plans the program as written
+  eliminate_common_subexpr(m);  // as relay.build does before FuseOps
+  const std::string tvm = tvm_kernel_count(m);
   prepare_for_planning(m);
   const std::string out = args.get("-o");
   if (out.empty()) throw usage_error{"missing -o OUT.hpp"};
@@ -205,9 +202,17 @@ int compile(const arguments& args) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
       throw usage_error{"--namespace " + ns + " is not a C++ namespace name"};
   const plan p = make_plan(m, "main", planner_options(args, m));
-  const emitted e = emit_header(m, p, ns, args.model);
+  // Large constants go to OUT.weights beside the header; the model reads them when constructed
+  // (from this absolute path unless given another).
+  emit_options eo;
+  eo.weights_path = std::filesystem::absolute(std::filesystem::path(out).replace_extension(".weights")).string();
+  emitted e = emit_header(m, p, ns, args.model, eo);
   std::ofstream f(out);
   if (!(f << e.header)) throw error("cannot write " + out);
+  if (e.weights.size() > 0) {
+    std::ofstream w(eo.weights_path, std::ios::binary);
+    if (!e.weights.write(w)) throw error("cannot write " + eo.weights_path);
+  }
   if (const std::string dot = args.get("--dot"); !dot.empty()) {
     std::ofstream g(dot);
     if (!(g << plan_dot(p, std::filesystem::path(args.model).filename().string()))) throw error("cannot write " + dot);
@@ -221,7 +226,8 @@ int compile(const arguments& args) {
 
 int check(const arguments& args) {
   module m = load_legalized(args);
-  const std::string tvm = tvm_count(m);
+  eliminate_common_subexpr(m);  // as relay.build does before FuseOps
+  const std::string tvm = tvm_kernel_count(m);
   prepare_for_planning(m);
   check_options opt;
   opt.planning = planner_options(args, m);
@@ -234,14 +240,19 @@ int check(const arguments& args) {
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
   const check_report r = check_model(m, args.model, opt);
   std::filesystem::remove_all(opt.workdir);
-  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g int_differing=%.4f%% live=%.1f%% input_scale=%s\n", r.kernels, tvm.c_str(),
+  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s\n", r.kernels, tvm.c_str(),
               r.max_rel_err, 100 * r.differing, 100 * r.live, check_detail::scales_text(r.input_scales).c_str());
+  if (r.internal) {
+    std::fprintf(stderr, "%s: internal error (please report it): %s", args.model.c_str(), r.detail.c_str());
+    return 2;
+  }
   if (!r.ok) std::fprintf(stderr, "%s: check failed: %s", args.model.c_str(), r.detail.c_str());
   return r.ok ? 0 : 1;
 }
 
 int types(const arguments& args) {
-  const module m = load(args.model);
+  module m = parse_file(args.model);
+  typecheck(m);
   for (const definition& d : m.defs) std::printf("@%s: %s\n", d.name.c_str(), d.fn->checked.str().c_str());
   return 0;
 }
@@ -256,10 +267,10 @@ int main(int argc, char** argv) {
       std::fputs(usage_text, stdout);
       return 0;
     }
-    if (cmd == "run") return run(arguments(argc, argv, with_qnn_flags({"--inputs", "--outputs", "--function"})));
+    if (cmd == "run") return run(arguments(argc, argv, with_qnn_flags({"--inputs", "--outputs", "--function", "--params"})));
     if (cmd == "types") return types(arguments(argc, argv, {}));
-    if (cmd == "compile") return compile(arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner"})));
-    if (cmd == "check") return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner"})));
+    if (cmd == "compile") return compile(arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner", "--params"})));
+    if (cmd == "check") return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner", "--params"})));
     throw usage_error{"unknown command " + cmd};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "fuse-relay: %s\n%s", e.message.c_str(), usage_text);

@@ -46,7 +46,7 @@ inline relay::check_report check_compiled(relay::module& m, const std::string& n
   const relay::check_report r = relay::check_model(m, name + ".relay", o);
   CHECK_MESSAGE(r.ok, name << ": " << r.detail << "\n" << relay::print(m));
   CHECK(r.live > min_live);
-  MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err << " int_differing=" << r.differing << " live=" << r.live
+  MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err << " rounded_differing=" << r.differing << " live=" << r.live
                << " input_scale=" << relay::check_detail::scales_text(r.input_scales));
   if (r.ok) std::filesystem::remove_all(o.workdir);
   return r;

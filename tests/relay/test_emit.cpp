@@ -412,7 +412,7 @@ TEST_CASE("fuse-relay check over the seeds' programs: each passes or names what 
         if (r.status == 0) {
           ++passed;
           table += "| " + name + " | " + report_field(r.out, "kernels") + " | " + report_field(r.out, "tvm_kernels") + " | " +
-                   report_field(r.out, "max_rel_err") + " (int differing " + report_field(r.out, "int_differing") + ") |\n";
+                   report_field(r.out, "max_rel_err") + " (rounded differing " + report_field(r.out, "rounded_differing") + ") |\n";
           CHECK(report_field(r.out, "live") != "0.0%");
           if (name == "000_0") CHECK(report_field(r.out, "kernels") == "1");
         } else {
@@ -424,7 +424,7 @@ TEST_CASE("fuse-relay check over the seeds' programs: each passes or names what 
           // max_pool2d beside) may be refused, naming the op.
           const std::size_t op = r.err.find("unsupported op ");
           REQUIRE(op != std::string::npos);
-          const std::string named = r.err.substr(op + 15, r.err.find(';', op) - op - 15);
+          const std::string named = r.err.substr(op + 15, r.err.find_first_of(" ;", op + 15) - op - 15);
           CHECK((named == "nn.conv2d" || named == "nn.max_pool2d"));
           table += "| " + name + " | refused: unsupported op " + named + " | | |\n";
         }
@@ -438,7 +438,7 @@ TEST_CASE("fuse-relay check over the seeds' programs: each passes or names what 
     CHECK(r.status == 0);
     ++passed;
     table += "| 002_block | " + report_field(r.out, "kernels") + " | " + report_field(r.out, "tvm_kernels") + " | " +
-             report_field(r.out, "max_rel_err") + " (int differing " + report_field(r.out, "int_differing") + ", live " +
+             report_field(r.out, "max_rel_err") + " (rounded differing " + report_field(r.out, "rounded_differing") + ", live " +
              report_field(r.out, "live") + ") |\n";
     CHECK(std::stoi(report_field(r.out, "kernels")) <= 4);
     CHECK(std::stod(report_field(r.out, "live")) > 90.0);

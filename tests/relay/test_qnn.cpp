@@ -592,12 +592,12 @@ def @main(%x: Tensor[(7, 17), float32], %w: Tensor[(13, 17), int8]) {
   // quantized to uint8, then probs x V (V given transposed), requantized to int8.
   const std::string attention = R"(
 def @main(%q: Tensor[(2, 7, 17), int8], %k: Tensor[(2, 7, 17), int8], %vt: Tensor[(2, 17, 7), int8]) {
-  %0 = qnn.batch_matmul(%q, %k, 1, -1, 0.05f, 0.05f);
+  %0 = qnn.batch_matmul(%q, %k, 1, -1, 0.05f, 0.05f, out_dtype="int32", transpose_b=True);
   %1 = qnn.requantize(%0, 0.0025f, 0, 0.1f, 2, out_dtype="int8");
   %2 = qnn.dequantize(%1, 0.1f, 2);
   %3 = nn.softmax(%2, axis=-1);
   %4 = qnn.quantize(%3, 0.00390625f, 0, out_dtype="uint8");
-  %5 = qnn.batch_matmul(%4, %vt, 0, 4, 0.00390625f, 0.05f);
+  %5 = qnn.batch_matmul(%4, %vt, 0, 4, 0.00390625f, 0.05f, out_dtype="int32", transpose_b=True);
   qnn.requantize(%5, 0.0001953125f, 0, 0.02f, 0, rounding="TONEAREST", out_dtype="int8")
 })";
   for (const auto& [name, text, options] : std::vector<std::tuple<std::string, std::string, qnn_options>>{
@@ -633,7 +633,7 @@ TEST_CASE("qnn legalization errors: located at the call, saying what is needed")
       {x8 + "qnn.dense(%f, %x, 0, 0, 0.5f, 0.5f)\n}", "qnn.dense: the data must be int8 or uint8, not float32"},
       {x8 + "qnn.dense(%x, %x, 0, 0, 0.5f, 0.5f, out_dtype=\"int64\")\n}", "out_dtype int64 is not supported (int32 only)"},
       {x8 + "qnn.dense(%x, %x, %s, 0, 0.5f, 0.5f)\n}", "the input zero point must be int32, not float32"},
-      {"def @main(%x: Tensor[(2, 7, 17), int8], %y: Tensor[(2, 5, 17), int8], %z: Tensor[(5), int32]) {\n  qnn.batch_matmul(%x, %y, 0, %z, 0.5f, 0.5f)\n}",
+      {"def @main(%x: Tensor[(2, 7, 17), int8], %y: Tensor[(2, 5, 17), int8], %z: Tensor[(5), int32]) {\n  qnn.batch_matmul(%x, %y, 0, %z, 0.5f, 0.5f, transpose_b=True)\n}",
        "qnn.batch_matmul: the y zero point must be a scalar, not Tensor[(5), int32]"},
       {x8 + "qnn.add(%x, %x, %s, 0, 0.5f, 0, 0.25f, 0)\n}", "qnn.add: the lhs scale must be a constant"},
       {x8 + "qnn.add(%x, %x, 0.25f, 0, 0.5f, %z, %s, 0)\n}", "qnn.add: the output scale must be a constant"},
@@ -711,7 +711,7 @@ TEST_CASE("fixed_point_multiply: TVM's q_multiply_shift in int64, rounding upwar
   h.i = {3, -3, 2, -2};
   CHECK(run(m, {h}).i == std::vector<std::int64_t>{2, -2, 2, -1});
   for (const auto& [text, message] : std::vector<std::pair<std::string, std::string>>{
-           {"fixed_point_multiply(%f, multiplier=1, shift=0)", "the input must be int32, not float32"},
+           {"fixed_point_multiply(%f, multiplier=1, shift=0)", "the input must be int32 or int64, not float32"},
            {"fixed_point_multiply(%x, multiplier=-1, shift=0)", "multiplier -1 is not a non-negative int32"},
            {"fixed_point_multiply(%x, multiplier=1, shift=40)", "shift 40 is out of [-31, 31]"}}) {
     CAPTURE(text);

@@ -103,13 +103,22 @@ TEST_CASE("types: dense, matmul, batch_matmul and bias_add") {
     CHECK(b.check(m) == tensor({4, 7}));
   }
   {
-    builder b;  // Relay's default transpose_b=True; a batch of 1 broadcasts
-    auto* m = b.call("nn.batch_matmul", {b.var("a", tensor({1, 5, 8})), b.var("b", tensor({12, 3, 8}))});
+    builder b;  // transpose_b=True as TVM's text writes it; a batch of 1 broadcasts
+    auto* m = b.call("nn.batch_matmul", {b.var("a", tensor({1, 5, 8})), b.var("b", tensor({12, 3, 8}))}, {{"transpose_b", attr::boolean(true)}});
     CHECK(b.check(m) == tensor({12, 5, 3}));
   }
   {
+    builder b;  // BatchMatmulAttrs' C++ default: transpose_b=False, a x b
+    auto* m = b.call("nn.batch_matmul", {b.var("a", tensor({1, 5, 8})), b.var("b", tensor({12, 8, 3}))});
+    CHECK(b.check(m) == tensor({12, 5, 3}));
+    builder c;
+    const std::string e = error_of(c, c.call("nn.batch_matmul", {c.var("a", tensor({1, 5, 8})), c.var("b", tensor({12, 3, 8}))}));
+    CHECK(e.find("the reduction extents differ") != std::string::npos);
+  }
+  {
     builder b;
-    const std::string e = error_of(b, b.call("nn.batch_matmul", {b.var("a", tensor({2, 5, 8})), b.var("b", tensor({3, 3, 8}))}));
+    const std::string e = error_of(b, b.call("nn.batch_matmul", {b.var("a", tensor({2, 5, 8})), b.var("b", tensor({3, 3, 8}))},
+                                             {{"transpose_b", attr::boolean(true)}}));
     CHECK(e.find("batch extents 2 and 3 do not broadcast") != std::string::npos);
   }
   {
@@ -275,7 +284,8 @@ TEST_CASE("types: reductions, softmax, norms, qnn") {
     builder b;
     auto* q = b.call("qnn.batch_matmul", {b.var("a", tensor({12, 128, 64}, "int8")), b.var("b", tensor({12, 128, 64}, "int8")),
                                           b.var("za", tensor({}, "int32")), b.var("zb", tensor({}, "int32")), b.var("sa", tensor({})),
-                                          b.var("sb", tensor({}))});
+                                          b.var("sb", tensor({}))},
+                     {{"transpose_b", attr::boolean(true)}});
     CHECK(b.check(q) == tensor({12, 128, 128}, "int32"));
   }
 }

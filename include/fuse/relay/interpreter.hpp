@@ -455,6 +455,17 @@ class interpreter {
     if (name == "strided_slice") return strided_slice(c, args[0], t);
     if (name == "take") return take(c, args[0], args[1], t);
     if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "prod") return reduce(c, name, args[0], t);
+    if (name == "variance") return variance(c, args, t);
+    if (name == "collapse_sum_like") return collapse_sum(args[0], t);
+    if (name == "broadcast_to" || name == "broadcast_to_like") {
+      value r = value::tensor(t.dt, t.shape);
+      const std::vector<std::int64_t>* ins[1] = {&args[0].shape};
+      interp::for_each_broadcast<1>(t.shape, ins, [&](std::size_t k, const std::size_t* off) {
+        if (r.floating()) r.f[k] = args[0].f[off[0]];
+        else r.i[k] = args[0].i[off[0]];
+      });
+      return r;
+    }
     if (name == "nn.softmax" || name == "nn.log_softmax") return softmax(c, args[0], name == "nn.log_softmax");
     if (name == "nn.layer_norm") return layer_norm(c, args);
     if (name == "nn.batch_norm") return batch_norm(c, args, t);
@@ -603,25 +614,13 @@ class interpreter {
     return r;
   }
 
-  /// stack: field j fills index j of the new axis; below that axis each field is `inner`
-  /// contiguous elements per index of the axes above it.
+  /// stack: the concatenate of the fields, each with a unit axis inserted at `axis` (as the
+  /// emitter writes it).
   static value stack(const op_call& c, const value& tup, const type& t) {
-    const std::size_t ax = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(t.shape.size())));
-    value r = value::tensor(t.dt, t.shape);
-    std::int64_t outer = 1, inner = 1;
-    for (std::size_t d = 0; d < ax; ++d) outer *= t.shape[d];
-    for (std::size_t d = ax + 1; d < t.shape.size(); ++d) inner *= t.shape[d];
-    const std::int64_t n = static_cast<std::int64_t>(tup.fields.size());
-    for (std::int64_t j = 0; j < n; ++j) {
-      const value& f = tup.fields[static_cast<std::size_t>(j)];
-      for (std::int64_t o = 0; o < outer; ++o)
-        for (std::int64_t i = 0; i < inner; ++i) {
-          const auto from = static_cast<std::size_t>(o * inner + i), to = static_cast<std::size_t>((o * n + j) * inner + i);
-          if (r.floating()) r.f[to] = f.f[from];
-          else r.i[to] = f.i[from];
-        }
-    }
-    return r;
+    const auto ax = static_cast<std::ptrdiff_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(t.shape.size())));
+    value unit = tup;
+    for (value& f : unit.fields) f.shape.insert(f.shape.begin() + ax, 1);
+    return concatenate(c, unit, t);
   }
 
   static value strided_slice(const op_call& c, const value& x, const type& t) {
@@ -673,10 +672,8 @@ class interpreter {
     std::vector<std::int64_t> acci(static_cast<std::size_t>(outn));
     const double init_f = name == "prod" ? 1.0 : name == "max" ? -INFINITY : name == "min" ? INFINITY : 0.0;
     std::int64_t init_i = name == "prod" ? 1 : 0;
-    if (name == "max") init_i = interp::wrap(std::int64_t{1} << (x.dt.bits - 1), x.dt);  // the lowest value
-    if (name == "min") init_i = interp::wrap((std::int64_t{1} << (x.dt.bits - 1)) - 1, x.dt);
-    if (x.dt.is_uint() && name == "max") init_i = 0;
-    if (x.dt.is_uint() && name == "min") init_i = x.dt.bits >= 63 ? INT64_MAX : (std::int64_t{1} << x.dt.bits) - 1;
+    if (name == "max") init_i = x.dt.lowest();
+    if (name == "min") init_i = x.dt.highest();
     std::fill(accf.begin(), accf.end(), init_f);
     std::fill(acci.begin(), acci.end(), init_i);
     std::vector<std::int64_t> idx(static_cast<std::size_t>(rnk), 0);
@@ -709,6 +706,44 @@ class interpreter {
       if (fl) r.f[o] = hold(name == "mean" ? (per ? accf[o] / static_cast<double>(per) : NAN) : accf[o], t.dt);
       else r.i[o] = name == "mean" ? (per ? acci[o] / per : 0) : acci[o];
     }
+    return r;
+  }
+
+  /// variance(x, mean): sum((x - mean)^2) over the reduced axes, divided by their element count
+  /// (less one when unbiased), as TVM's VarianceCompute.
+  value variance(const op_call& c, const std::vector<value>& args, const type& t) {
+    const value& x = args[0];
+    const type xt = type::tensor(x.shape, x.dt);
+    const value d = binary(ops::subtract{}, x, args[1], xt);
+    value sum = reduce(c, "sum", binary(ops::multiply{}, d, d, xt), t);
+    const std::vector<bool> red = c.reduced_axes(static_cast<std::int64_t>(x.shape.size()));
+    std::int64_t count = 1;
+    for (std::size_t k = 0; k < red.size(); ++k)
+      if (red[k]) count *= x.shape[k];
+    if (c.boolean("unbiased")) --count;
+    for (double& v : sum.f) v = hold(v / static_cast<double>(count), t.dt);
+    return sum;
+  }
+
+  /// collapse_sum_like: x summed down to the shape t (aligned at the end), over its leading
+  /// extra axes and the axes where t has extent 1.
+  value collapse_sum(const value& x, const type& t) const {
+    value r = value::tensor(t.dt, t.shape);
+    const std::size_t lead = x.shape.size() - t.shape.size();
+    const auto rs = interp::strides_of(t.shape);
+    std::vector<std::int64_t> idx(x.shape.size(), 0);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(x.count()); ++k) {
+      std::int64_t o = 0;
+      for (std::size_t d = 0; d < t.shape.size(); ++d)
+        if (t.shape[d] != 1) o += idx[d + lead] * rs[d];
+      if (r.floating()) r.f[static_cast<std::size_t>(o)] += x.f[k];
+      else r.i[static_cast<std::size_t>(o)] = interp::wrap(r.i[static_cast<std::size_t>(o)] + x.i[k], t.dt);
+      for (std::size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < x.shape[d]) break;
+        idx[d] = 0;
+      }
+    }
+    for (double& v : r.f) v = hold(v, t.dt);
     return r;
   }
 

@@ -41,6 +41,18 @@ struct dtype {
   bool is_float() const { return code == float_code || code == bfloat_code; }
   bool is_int() const { return code == int_code; }
   bool is_uint() const { return code == uint_code && !is_bool(); }
+  /// The smallest and largest value of an integer or bool dtype, as the interpreter holds them
+  /// (int64; a uint64 maximum is the all-ones pattern, -1, as it is stored). Computed in
+  /// unsigned arithmetic: `(1 << 63) - 1` in int64 overflows.
+  std::int64_t lowest() const {
+    if (is_bool() || is_uint()) return 0;
+    return static_cast<std::int64_t>(~std::uint64_t{0} << (bits - 1));
+  }
+  std::int64_t highest() const {
+    if (is_bool()) return 1;
+    const unsigned value_bits = is_uint() ? bits : bits - 1u;
+    return static_cast<std::int64_t>(value_bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << value_bits) - 1);
+  }
   /// Bytes per element in a tensor's data (bool: one byte).
   std::size_t bytes() const { return (static_cast<std::size_t>(bits) * lanes + 7) / 8; }
 
@@ -55,7 +67,8 @@ struct dtype {
     if (lanes != 1) s += "x" + std::to_string(lanes);
     return s;
   }
-  /// Parses TVM's spelling; nullopt when it is not a dtype name.
+  /// Parses TVM's spelling (int8, float32x4; `int`, `uint` and `float` are 32 bits, `bfloat`
+  /// 16, as TVM reads them); nullopt when it is not a dtype name.
   static std::optional<dtype> parse(std::string_view s) {
     if (s == "bool") return boolean();
     dtype d;
@@ -76,7 +89,9 @@ struct dtype {
     };
     const std::size_t x = rest.find('x');
     unsigned bits = 0, lanes = 1;
-    if (!number(rest.substr(0, x), bits)) return std::nullopt;
+    // TVM's String2DLDataType: the bits may be left out (int, uint, float: 32; bfloat: 16).
+    if (x == 0 || rest.empty()) bits = d.code == bfloat_code ? 16 : 32;
+    else if (!number(rest.substr(0, x), bits)) return std::nullopt;
     if (x != std::string_view::npos && !number(rest.substr(x + 1), lanes)) return std::nullopt;
     if (bits == 0 || bits > 64 || lanes == 0 || lanes > 65535) return std::nullopt;
     d.bits = static_cast<std::uint8_t>(bits);
@@ -335,6 +350,7 @@ struct module {
 
   relay::source src;
   std::string version;  ///< "0.0.5" (#[version]), "0.0.4" (bare v0.0.4 line), or "" (none)
+  std::string tvm_version;  ///< the metadata's attrs.tvm_version ("0.19.0"), or "" (none)
   std::vector<definition> defs;
   bool has_metadata = false;
   /// meta[relay.Constant][i] -> its data (from the #[metadata] section; empty without one).

@@ -42,6 +42,8 @@ struct metadata {
   std::map<std::string, std::size_t> table_sizes;
   /// meta[relay.Constant][i]: the decoded tensors, in index order.
   std::vector<std::shared_ptr<const constant_data>> constants;
+  /// The printing TVM's version ("attrs": {"tvm_version": "0.19.0"}), empty when not given.
+  std::string tvm_version;
 };
 
 // ---- base64 (standard alphabet, '=' padding, no line breaks) ----------------------------------
@@ -126,7 +128,8 @@ inline std::vector<unsigned char> decode_base64_checked(std::string_view text, s
 inline std::vector<unsigned char> decode_base64(std::string_view text, std::string& error) {
   error.clear();
   const std::size_t n = text.size();
-  if (n % 4 != 0 || n == 0) return n == 0 ? std::vector<unsigned char>{} : metadata_detail::decode_base64_checked(text, error);
+  if (n == 0) return {};
+  if (n % 4 != 0) return metadata_detail::decode_base64_checked(text, error);
   const std::size_t pad = text[n - 1] != '=' ? 0 : text[n - 2] != '=' ? 1 : 2;
   const std::size_t full = pad ? n - 4 : n;  // characters in whole quads before the last padded one
   std::vector<unsigned char> out(full / 4 * 3 + (pad ? 3 - pad : 0));
@@ -574,6 +577,8 @@ inline metadata read_metadata(const source& src, std::size_t offset) {
       decoded[k] = decode_ndarray(bytes, err);
       if (!decoded[k]) throw fail(what + ": " + err);
     }
+    if (const auto a = doc.find("attrs"); a != doc.end() && a->is_object())
+      if (const auto v = a->find("tvm_version"); v != a->end() && v->is_string()) md.tvm_version = v->get<std::string>();
     md.constants.reserve(constant_blobs.size());
     for (std::size_t k : constant_blobs) md.constants.push_back(decoded[k]);
     return md;

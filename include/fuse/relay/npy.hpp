@@ -66,7 +66,8 @@ inline std::string write(const constant_data& c) {
 }
 
 /// Parses .npy bytes (`name` for messages). Throws relay::error naming the file and the field.
-inline constant_data read(const std::string& bytes, const std::string& name) {
+/// A view, so that a .npy held inside another buffer (an .npz member) is parsed where it lies.
+inline constant_data read(std::string_view bytes, const std::string& name) {
   auto fail = [&](const std::string& m) -> constant_data { throw relay::error(name + ": not a valid .npy file: " + m); };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return fail("bad magic");
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -77,7 +78,7 @@ inline constant_data read(const std::string& bytes, const std::string& name) {
   for (std::size_t b = 0; b < lenbytes; ++b) hlen |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
   const std::size_t start = 8 + lenbytes;
   if (hlen > bytes.size() - start) return fail("header length " + std::to_string(hlen) + " runs past the end");
-  const std::string h = bytes.substr(start, hlen);
+  const std::string h(bytes.substr(start, hlen));
   // The header is a Python dict literal with three keys; read each by name.
   auto field = [&](const std::string& key) -> std::string {
     const std::size_t k = h.find("'" + key + "'");

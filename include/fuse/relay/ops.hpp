@@ -173,11 +173,14 @@ class op_call {
     return axes;
   }
 
-  /// sum/mean/max/min/prod: which axes are reduced (axis None: all; exclude: the others).
+  /// sum/mean/max/min/prod/variance: which axes are reduced. As TVM's GetReduceAxes: axis None
+  /// or an empty list reduces every axis (whatever exclude says); otherwise the listed axes, or
+  /// with exclude the others.
   std::vector<bool> reduced_axes(std::int64_t rank) const {
-    std::vector<bool> red(static_cast<std::size_t>(rank), is_none("axis"));
-    if (!is_none("axis"))
-      for (std::int64_t a : integers("axis")) red[static_cast<std::size_t>(axis(a, rank))] = true;
+    const std::vector<std::int64_t> listed = is_none("axis") ? std::vector<std::int64_t>{} : integers("axis");
+    std::vector<bool> red(static_cast<std::size_t>(rank), listed.empty());
+    if (listed.empty()) return red;
+    for (std::int64_t a : listed) red[static_cast<std::size_t>(axis(a, rank))] = true;
     if (boolean("exclude")) red.flip();
     return red;
   }
@@ -559,6 +562,44 @@ inline type reduce(const op_call& c) {
   return type::tensor(out, x.dt);
 }
 
+/// variance(data, mean): the mean of (data - mean)^2 over the reduced axes (unbiased: the sum
+/// over N - 1). TVM's VarianceRel checks only that mean has data's rank; here mean must also
+/// broadcast against data, which it does in every program TVM writes (keepdims=True means).
+inline type variance(const op_call& c) {
+  const type& x = c.tensor(0);
+  const type& m = c.tensor(1);
+  if (x.shape.empty()) c.fail("the data must have rank >= 1");
+  if (m.shape.size() != x.shape.size()) c.fail("the mean " + m.str() + " must have the data's rank (" + x.str() + ")");
+  if (!(m.dt == x.dt)) c.fail("the mean has dtype " + m.dt.name() + ", the data " + x.dt.name());
+  broadcast(c, x.shape, m.shape);
+  return reduce(c);
+}
+
+/// collapse_sum_like(data, like): data summed down to like's type (leading extra axes and axes
+/// where like has extent 1), as the gradient of a broadcast; like must broadcast to data.
+inline type collapse_sum_like(const op_call& c) {
+  const type& x = c.tensor(0);
+  const type& like = c.tensor(1);
+  if (!(x.dt == like.dt)) c.fail("data types " + x.dt.name() + " and " + like.dt.name() + " do not match");
+  if (broadcast(c, x.shape, like.shape) != x.shape) c.fail(like.str() + " does not broadcast to " + x.str());
+  return like;
+}
+
+/// broadcast_to(data, shape): data broadcast to exactly `shape`.
+inline type broadcast_to(const op_call& c) {
+  const type& x = c.tensor(0);
+  const std::vector<std::int64_t> shape = c.integers("shape");
+  if (broadcast(c, x.shape, shape) != shape) c.fail(x.str() + " does not broadcast to " + shape_str(shape));
+  return type::tensor(shape, x.dt);
+}
+inline type broadcast_to_like(const op_call& c) {
+  const type& x = c.tensor(0);
+  const type& like = c.tensor(1);
+  if (!(x.dt == like.dt)) c.fail("data types " + x.dt.name() + " and " + like.dt.name() + " do not match");
+  if (broadcast(c, x.shape, like.shape) != like.shape) c.fail(x.str() + " does not broadcast to " + like.str());
+  return like;
+}
+
 inline type softmax(const op_call& c) {
   const type& x = float_unary(c);
   c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size()));
@@ -612,7 +653,8 @@ inline type qnn_dequantize(const op_call& c) {
   type t = c.tensor(0);
   scalar_param(c, 1, "the scale");
   scalar_param(c, 2, "the zero point");
-  t.dt = dtype::float32();
+  t.dt = c.dtype_attr("out_dtype").value_or(dtype::float32());
+  if (!(t.dt == dtype::float32() || t.dt == dtype{dtype::float_code, 16, 1})) c.fail("out_dtype must be float32 or float16, not " + t.dt.name());
   return t;
 }
 inline type qnn_requantize(const op_call& c) {
@@ -671,8 +713,11 @@ inline const std::vector<op_def>& op_table() {
     t.push_back({"nn.matmul", P::out_ewise_fusable, 2, 2,
                  {{"units", none()}, {"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}},
                  infer::matmul});
+    // BatchMatmulAttrs' C++ defaults are false/false (the Python wrapper passes transpose_b=True,
+    // so TVM's text writes it); text from printers before 0.8 meant a x b^T: the parser
+    // writes transpose_b=True into such calls (parser.hpp, legacy_batch_matmul).
     t.push_back({"nn.batch_matmul", P::out_ewise_fusable, 2, 2,
-                 {{"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(true)}}, infer::batch_matmul});
+                 {{"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}}, infer::batch_matmul});
     t.push_back({"reshape", P::injective, 1, 1, {{"allowzero", integer(0)}}, infer::reshape});
     t.push_back({"transpose", P::injective, 1, 1, {{"axes", none()}}, infer::transpose});
     t.push_back({"squeeze", P::injective, 1, 1, {{"axis", none()}}, infer::squeeze});
@@ -684,6 +729,11 @@ inline const std::vector<op_def>& op_table() {
     t.push_back({"take", P::injective, 2, 2, {{"axis", none()}, {"batch_dims", integer(0)}, {"mode", string("clip")}}, infer::take});
     for (std::string_view n : {"sum", "mean", "max", "min", "prod"})
       t.push_back({n, P::comm_reduce, 1, 1, {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}}, infer::reduce});
+    t.push_back({"variance", P::comm_reduce, 2, 2,
+                 {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}, {"unbiased", boolean(false)}}, infer::variance});
+    t.push_back({"collapse_sum_like", P::comm_reduce, 2, 2, {}, infer::collapse_sum_like});
+    t.push_back({"broadcast_to", P::broadcast, 1, 1, {{"dtype", string("")}}, infer::broadcast_to});
+    t.push_back({"broadcast_to_like", P::broadcast, 2, 2, {}, infer::broadcast_to_like});
     t.push_back({"nn.softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
     t.push_back({"nn.log_softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
     t.push_back({"nn.layer_norm", P::none, 3, 3, {{"axis", integer(-1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}},
@@ -695,13 +745,13 @@ inline const std::vector<op_def>& op_table() {
     t.push_back({"on_device", P::opaque, 1, 1, {}, infer::identity});
     t.push_back({"device_copy", P::opaque, 1, 1, {}, infer::identity});
     t.push_back({"qnn.quantize", P::none, 3, 3, {{"axis", integer(-1)}, {"out_dtype", string("int8")}}, infer::qnn_quantize});
-    t.push_back({"qnn.dequantize", P::none, 3, 3, {{"axis", integer(-1)}}, infer::qnn_dequantize});
+    t.push_back({"qnn.dequantize", P::none, 3, 3, {{"axis", integer(-1)}, {"out_dtype", string("float32")}}, infer::qnn_dequantize});
     t.push_back({"qnn.requantize", P::none, 5, 5,
                  {{"axis", integer(-1)}, {"rounding", string("None")}, {"compute_dtype", string("None")}, {"out_dtype", string("int8")}},
                  infer::qnn_requantize});
     t.push_back({"qnn.dense", P::out_ewise_fusable, 6, 6, {{"units", none()}, {"out_dtype", string("int32")}}, infer::qnn_dense});
     t.push_back({"qnn.batch_matmul", P::none, 6, 6,
-                 {{"out_dtype", string("int32")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(true)}}, infer::qnn_batch_matmul});
+                 {{"out_dtype", string("int32")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}}, infer::qnn_batch_matmul});
     t.push_back({"qnn.add", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
     t.push_back({"qnn.mul", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
     t.push_back({"qnn.concatenate", P::none, 5, 5, {{"axis", integer(0)}}, infer::qnn_concatenate});

@@ -20,9 +20,12 @@
 // here (the op registry checks them); `match` is rejected with a clear message.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -43,6 +46,12 @@ namespace parser_detail {
 /// How deep parentheses, calls, functions, types and attribute arrays may nest.
 inline constexpr int max_depth = 500;
 
+inline std::string literal_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
 /// The bytes of a scalar literal of dtype `dt` (little-endian, as constant_data holds them).
 /// `is_real` says which of `i` and `f` holds the value. Empty when the value does not fit.
 inline std::vector<unsigned char> scalar_bytes(relay::dtype dt, bool is_real, std::int64_t i, double f, std::string& why) {
@@ -60,7 +69,18 @@ inline std::vector<unsigned char> scalar_bytes(relay::dtype dt, bool is_real, st
       why = "no literals of dtype " + dt.name();
       return {};
     }
-    c.set_real(0, is_real ? f : static_cast<double>(i));
+    const double v = is_real ? f : static_cast<double>(i);
+    // A finite value beyond the dtype's largest (3.40283e+38f32, 65505f16) is an error, as in
+    // TVM, not an infinity or a rounded value: only inf literals are infinite.
+    const double largest = dt.code == relay::dtype::bfloat_code ? 0x1.FEp127
+                           : dt.bits == 16                      ? 65504.0
+                           : dt.bits == 32                      ? static_cast<double>(std::numeric_limits<float>::max())
+                                                                : std::numeric_limits<double>::max();
+    c.set_real(0, v);
+    if (std::isfinite(v) && std::fabs(v) > largest) {
+      why = literal_text(v) + " is out of range for " + dt.name();
+      return {};
+    }
   } else {
     if (is_real) {
       why = "an " + dt.name() + " literal needs an integer value";
@@ -104,6 +124,7 @@ class parser {
       else throw error(t, "expected 'def', 'type' or the end of the module, found " + describe(t));
     }
     resolve_meta_constants();
+    legacy_batch_matmul();
   }
 
  private:
@@ -302,10 +323,40 @@ class parser {
       // r"""...""": the reader reads to the end of its source, so it gets the text up to the
       // closing quotes (same name and offsets, so its errors point at the same places).
       const source cut(m_.src.name(), m_.src.text().substr(0, t.json_end));
-      m_.constants = read_metadata(cut, json).constants;
+      metadata md = read_metadata(cut, json);
+      m_.constants = std::move(md.constants);
+      m_.tvm_version = std::move(md.tvm_version);
     } else {
-      m_.constants = read_metadata(m_.src, json).constants;
+      metadata md = read_metadata(m_.src, json);
+      m_.constants = std::move(md.constants);
+      m_.tvm_version = std::move(md.tvm_version);
     }
+  }
+
+  /// Whether the text comes from a TVM before 0.8: a v0.0.3/v0.0.4 header, or a metadata
+  /// section naming such a version.
+  bool printed_before_0_8() const {
+    if (m_.version == "0.0.3" || m_.version == "0.0.4") return true;
+    const std::string& v = m_.tvm_version;
+    if (!v.starts_with("0.")) return false;
+    std::size_t i = 2;
+    int minor = 0;
+    while (i < v.size() && v[i] >= '0' && v[i] <= '9' && minor < 1000) minor = minor * 10 + (v[i++] - '0');
+    return i > 2 && minor < 8;
+  }
+
+  /// nn.batch_matmul had no transpose attributes before TVM 0.8 and meant a x b^T; since then
+  /// an absent transpose_b means false. Calls in older text get transpose_b=True written in.
+  void legacy_batch_matmul() {
+    if (!printed_before_0_8()) return;
+    for (expr& e : m_.nodes)
+      if (is_op_call(&e, "nn.batch_matmul") && !e.attributes.find("transpose_a") && !e.attributes.find("transpose_b")) {
+        attr_value b;
+        b.k = attr_value::kind::boolean;
+        b.b = true;
+        b.at = e.at;
+        e.attributes.items.emplace_back("transpose_b", std::move(b));
+      }
   }
 
   void resolve_meta_constants() {
@@ -729,6 +780,8 @@ class parser {
     const token& k = lx_->peek();
     if (k.kind != token_kind::ident || !lx_->peek(1).is("="))
       throw error(k, "expected an attribute KEY=VALUE in " + what + ", found " + describe(k));
+    if (into.find(k.text))
+      throw error(k, "attribute " + k.text + " is given twice in " + what + " (which value is meant is ambiguous; TVM silently takes the last)");
     std::string key = lx_->next().text;
     lx_->next();
     into.items.emplace_back(std::move(key), parse_attr_value());

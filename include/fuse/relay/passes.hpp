@@ -6,6 +6,9 @@
 //   simplify_inference(m)        batch_norm, dropout, layer_norm rewritten for inference
 //   fold_constant(m)             subgraphs of constants evaluated by the interpreter
 //   eliminate_dead_code(m)       let bindings whose variable is not used removed
+//   inline_lets(m)               let-bound variables read as their values (graph form)
+//   if_to_where(m)               if of a 0-d bool over tensor branches as where(c, a, b)
+//   flatten_results(m)           @main's nested tuple result as one flat tuple of tensors
 //   eliminate_common_subexpr(m)  identical op calls, tuples and projections merged
 //   fold_scale_axis(m)           per-channel scales around a dense/matmul moved into its constant weight
 //   combine_parallel_dense(m)    denses of one input merged into one dense, its result split
@@ -132,6 +135,9 @@ inline expr* make_call(module& m, const std::string& op, std::vector<expr*> args
   c->attributes = std::move(a);
   return c;
 }
+
+/// A constant whose bytes are known (not a `meta[...]` printed without its metadata section).
+inline bool has_data(const expr* e) { return e->kind == expr_kind::constant && e->data != nullptr; }
 
 inline expr* make_constant(module& m, std::shared_ptr<const constant_data> d, location at) {
   expr* c = m.make(expr_kind::constant, at);
@@ -579,6 +585,79 @@ inline void eliminate_dead_code(module& m) {
   substitute(m, map);
 }
 
+// ---- graph form for the planner ----------------------------------------------------------------
+
+/// Every `let %x = v; body` becomes `body` with %x read as v (TVM's ToGraphNormalForm: Relay's
+/// tensor programs are pure, so a let only names a value). The planner then sees the dataflow.
+inline void inline_lets(module& m) {
+  using namespace pass_detail;
+  std::unordered_map<expr*, expr*> map;
+  for (expr* e : post_order(def_roots(m)))
+    if (e->kind == expr_kind::let) map[e->args[0]] = e->args[1], map[e] = e->args[2];
+  if (map.empty()) return;
+  const bool typed = was_typechecked(m);
+  substitute(m, map);
+  if (typed) typecheck(m);
+}
+
+/// `if (c) { a } else { b }` with a 0-d boolean condition and branches of one tensor type
+/// becomes `where(c, a, b)`: both branches are computed (they are pure) and the condition picks.
+/// An `if` of other types (tuples, functions) is left for the planner to refuse, located.
+inline void if_to_where(module& m) {
+  using namespace pass_detail;
+  if (!was_typechecked(m)) typecheck(m);
+  std::unordered_map<expr*, expr*> map;
+  for (expr* e : post_order(def_roots(m))) {
+    if (e->kind != expr_kind::if_else) continue;
+    const type& c = e->args[0]->checked;
+    const type& a = e->args[1]->checked;
+    if (!c.is_tensor() || !c.shape.empty() || !c.dt.is_bool() || !a.is_tensor() || !(a == e->args[2]->checked)) continue;
+    map[e] = make_call(m, "where", {e->args[0], e->args[1], e->args[2]}, e->at);
+  }
+  if (map.empty()) return;
+  substitute(m, map);
+  typecheck(m);
+}
+
+/// @fn's result as a flat tuple of tensors, depth first (what the interpreter's `flatten` and
+/// the generated code's outputs list): nested tuples are opened, and a tuple-valued call (a
+/// split returned as it is) is read field by field.
+inline void flatten_results(module& m, const std::string& fn = "main") {
+  using namespace pass_detail;
+  definition* d = m.find(fn);
+  if (!d || !d->fn->body) return;
+  if (!was_typechecked(m)) typecheck(m);
+  expr* body = d->fn->body;
+  if (body->checked.k != type::kind::tuple) return;
+  bool flat = body->kind == expr_kind::tuple;
+  for (const expr* f : body->args) flat = flat && f->checked.is_tensor();
+  if (flat) return;
+  std::vector<expr*> leaves;
+  const auto open = [&](const auto& self, expr* e) -> void {
+    if (e->checked.k != type::kind::tuple) {
+      leaves.push_back(e);
+      return;
+    }
+    if (e->kind == expr_kind::tuple) {
+      for (expr* f : e->args) self(self, f);
+      return;
+    }
+    for (std::size_t i = 0; i < e->checked.fields.size(); ++i) {
+      expr* g = m.make(expr_kind::tuple_get, e->at);
+      g->args = {e};
+      g->index = static_cast<std::int64_t>(i);
+      g->checked = e->checked.fields[i];
+      self(self, g);
+    }
+  };
+  open(open, body);
+  expr* t = m.make(expr_kind::tuple, body->at);
+  t->args = std::move(leaves);
+  d->fn->body = t;
+  d->fn->ret = type{};  // the declared result type was the nested one
+  typecheck(m);
+}
+
 // ---- EliminateCommonSubexpr --------------------------------------------------------------------
 
 /// Merges op calls with the same op, the same arguments (by node) and equal attributes (the
@@ -631,9 +710,6 @@ inline bool has_only_consumer(const std::unordered_map<const expr*, std::vector<
   const auto it = consumers.find(e);
   return it != consumers.end() && it->second.size() == 1;
 }
-
-/// A constant whose bytes are known (not a `meta[...]` printed without its metadata section).
-inline bool has_data(const expr* e) { return e->kind == expr_kind::constant && e->data != nullptr; }
 
 /// The value of a subgraph of constants that a pass has just built (a weight times a scale, the
 /// weights of several branches concatenated), as one constant: evaluated by the interpreter,

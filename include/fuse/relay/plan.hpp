@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <map>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -52,7 +51,7 @@ inline bool is_call_of(const expr* e, std::initializer_list<std::string_view> na
 }
 inline bool is_contraction(const expr* e) { return is_call_of(e, {"nn.dense", "nn.matmul", "nn.batch_matmul"}); }
 inline bool is_reduction(const expr* e) {
-  return is_call_of(e, {"sum", "mean", "max", "min", "prod", "nn.softmax", "nn.log_softmax", "nn.layer_norm"});
+  return is_call_of(e, {"sum", "mean", "max", "min", "prod", "variance", "collapse_sum_like", "nn.softmax", "nn.log_softmax", "nn.layer_norm"});
 }
 /// Nodes that pass their input through (no loop of their own).
 inline bool is_transparent(const expr* e) { return is_call_of(e, {"annotation.stop_fusion", "on_device", "device_copy", "copy"}); }
@@ -94,8 +93,11 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
       if (!seen.insert(e).second) continue;
       if (e->kind == expr_kind::call && e->callee->kind != expr_kind::op)
         throw m.error_at(e->at, "the planner runs one function of op calls: inline the functions it calls first");
-      if (e->kind == expr_kind::let || e->kind == expr_kind::if_else || e->kind == expr_kind::function)
-        throw m.error_at(e->at, "the planner does not handle let, if or closures yet: simplify the program first");
+      if (e->kind == expr_kind::if_else)
+        throw m.error_at(e->at, "an if is compiled only over a 0-d bool condition and tensor branches of one type (as a where), not " +
+                                    e->checked.str());
+      if (e->kind == expr_kind::let || e->kind == expr_kind::function)
+        throw m.error_at(e->at, "the planner runs one function of op calls: inline lets and closures first (prepare_for_planning)");
       stack.push_back({e, true});
       for (const expr* c : e->args) {
         ++users[c];
@@ -217,6 +219,35 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
     }
     return false;
   };
+  // Whether b's ops read any of a's outputs.
+  const auto reads_outputs = [&](const kernel& b, const kernel& a) {
+    const std::unordered_set<const expr*> outs(a.outputs.begin(), a.outputs.end());
+    for (const expr* x : b.ops)
+      for (const expr* c : x->args)
+        if (outs.count(c)) return true;
+    return false;
+  };
+  // The ops one pass of a's and b's outputs evaluates, counted with multiplicity: inside the
+  // pass a node is evaluated once per read (the library evaluates a tree per output and a shared
+  // subtree per reader), a's outputs included where b reads them. A contraction counts once
+  // wherever it is read (the blocked epilogue computes each block of it once).
+  const auto merged_work = [&](const kernel& a, const kernel& b) {
+    std::unordered_set<const expr*> outs(a.outputs.begin(), a.outputs.end());
+    outs.insert(b.outputs.begin(), b.outputs.end());
+    std::unordered_map<const expr*, std::size_t> memo;
+    const auto work = [&](const auto& self, const expr* x) -> std::size_t {
+      if (x->kind == expr_kind::var || x->kind == expr_kind::constant || x->kind == expr_kind::op) return 0;
+      if (p.materialized.count(x) && !outs.count(x)) return 0;  // read from memory
+      if (auto it = memo.find(x); it != memo.end()) return it->second;
+      std::size_t w = x->kind == expr_kind::call && !is_contraction(x) ? 1 : 0;
+      for (const expr* c : x->args) w += self(self, c);
+      if (is_contraction(x)) w = std::min<std::size_t>(w, 1);
+      return memo[x] = w;
+    };
+    std::size_t total = 0;
+    for (const expr* o : outs) total += work(work, o);
+    return total;
+  };
   for (std::size_t a = 0; options.merge_siblings && a < p.kernels.size(); ++a) {
     kernel& ka = p.kernels[a];
     if (ka.outputs.empty() || !is_tree_kernel(ka)) continue;
@@ -228,20 +259,17 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
     // Candidates up to it: sharing a contraction or a read input or stored value (worth one
     // pass), or reading a's outputs (an LSTM's h' reads c'; a dequantized result reads the
     // quantized one: in the merged pass it reads their trees, which the pass computes anyway).
-    std::map<std::size_t, bool> candidates;  // kernel -> shares something with a
-    const auto collect = [&](const std::set<std::size_t>& from, bool shares) {
-      for (auto it = from.upper_bound(a); it != from.end() && *it <= first_reader && *it < p.kernels.size(); ++it) {
-        bool& s = candidates[*it];
-        s = s || shares;
-      }
+    std::set<std::size_t> candidates;
+    const auto collect = [&](const std::set<std::size_t>& from) {
+      for (auto it = from.upper_bound(a); it != from.end() && *it <= first_reader && *it < p.kernels.size(); ++it) candidates.insert(*it);
     };
     for (const expr* x : ka.ops) {
-      if (is_contraction(x)) collect(holders[x], true);
+      if (is_contraction(x)) collect(holders[x]);
       for (const expr* c : x->args)
-        if (c->kind != expr_kind::call || p.materialized.count(c)) collect(readers[c], true);
+        if (c->kind != expr_kind::call || p.materialized.count(c)) collect(readers[c]);
     }
-    for (const expr* o : ka.outputs) collect(readers[o], false);
-    for (const auto& [b, shares] : candidates) {
+    for (const expr* o : ka.outputs) collect(readers[o]);
+    for (const std::size_t b : candidates) {
       kernel& kb = p.kernels[b];
       if (kb.outputs.empty() || ka.outputs[0]->checked.shape != kb.outputs[0]->checked.shape) continue;  // dtypes may differ
       if (!is_tree_kernel(kb)) continue;
@@ -251,13 +279,18 @@ inline plan make_plan(const module& m, const std::string& name = "main", const p
       // the merged pass would compute a's tree again inside b's prologue (step t + 1 of an
       // unrolled RNN reads h_t through its dense).
       if (reads_under_contraction(kb, ka)) continue;
-      // Reading a's outputs alone: only for results (stored anyway), not for nodes stored to cut
-      // a deep tree, and only while the trees together stay within the depth bound.
-      if (!shares) {
+      // Reading a's outputs: the merged pass reads their trees where b read the stored values,
+      // so only for results (stored anyway), not for nodes stored to cut a deep tree, only while
+      // the trees together stay within the depth bound, and only while recomputing them at most
+      // doubles the pass's work (a value read twice in b would be computed twice, and chains of
+      // such merges would grow exponentially: TVM's 1555-add chain, each add reading the two
+      // before it).
+      if (reads_outputs(kb, ka)) {
         int da = 0, db = 0;
         for (const expr* o : ka.outputs) da = std::max(is_result(o) ? 0 : max_tree_depth + 1, std::max(da, stored_depth[o]));
         for (const expr* o : kb.outputs) db = std::max(db, stored_depth[o]);
         if (da + db > max_tree_depth) continue;
+        if (merged_work(ka, kb) > 2 * (ka.ops.size() + kb.ops.size()) + 16) continue;
       }
       kb.outputs.insert(kb.outputs.begin(), ka.outputs.begin(), ka.outputs.end());
       std::vector<const expr*> ops = ka.ops;

@@ -8,8 +8,8 @@
 //     cast(clip(round(x / s) + float32(z), qmin, qmax), out_dtype)
 //   in float32; `round` rounds halves away from zero (TVM's llvm.round). A 1-d s or z is laid
 //   along `axis` (per channel). s and z may be any expressions.
-// qnn.dequantize(q, s, z, axis)
-//     float32(int32(q) - z) * s
+// qnn.dequantize(q, s, z, axis, out_dtype)
+//     float32(int32(q) - z) * s, then cast to out_dtype when it is float16
 // qnn.requantize(q, s_in, z_in, s_out, z_out, axis, rounding, compute_dtype, out_dtype)
 //     q' = z_out + round(m * (q - z_in)),  m = s_in / s_out (per channel when s_in is 1-d)
 //   then clip to out_dtype (not for int32) and cast. s_in and s_out must be constants: m is
@@ -49,7 +49,8 @@
 // The requantizations inside add, mul and concatenate take the pass's rounding and
 // compute_dtype (TVM: the RequantizeConfig), as TVM's do.
 // fixed_point_multiply(x, multiplier=M, shift=s) (an op TVM's own canonicalization may leave)
-//     the int64 computation above with that M and e = s, rounding UPWARD, int32 x only.
+//     the int64 computation above with that M and e = s, rounding UPWARD; x int32, or int64
+//     (relay.quantize's realize casts to int64 first): the int32 result widened back to int64.
 //
 // Constants: a zero point or scale that is a constant expression (`divide(1f, 3f)`) counts as
 // its value. A call whose operands are all constants with data is evaluated here by the
@@ -58,11 +59,13 @@
 // located at the call and says which argument. The result is type-checked.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -100,10 +103,6 @@ inline fixed_point fixed_point_of(double m) {
   }
   return {q, e};
 }
-
-/// The range of an integer dtype, as TVM's GetQmin/GetQmax.
-inline std::int64_t qmin(dtype d) { return d.is_uint() ? 0 : -(std::int64_t{1} << (d.bits - 1)); }
-inline std::int64_t qmax(dtype d) { return d.is_uint() ? (std::int64_t{1} << d.bits) - 1 : (std::int64_t{1} << (d.bits - 1)) - 1; }
 
 class legalizer {
  public:
@@ -171,35 +170,36 @@ class legalizer {
     return e;
   }
 
-  static bool has_data(const expr* e) { return e->kind == expr_kind::constant && e->data; }
-
   /// An op call; evaluated into a constant when all its operands are constants with data.
   expr* call(const std::string& op, std::vector<expr*> args, relay::attrs a = {}) {
-    expr* c = typed(pass_detail::make_call(m_, op, std::move(args), at_, std::move(a)));
-    for (const expr* x : c->args)
-      if (!has_data(x)) return c;
+    return folded(pass_detail::make_call(m_, op, std::move(args), at_, std::move(a)));
+  }
+  /// A new op call typed, and evaluated into a constant when all its operands have data.
+  expr* folded(expr* c) {
+    typed(c);
+    if (!std::all_of(c->args.begin(), c->args.end(), pass_detail::has_data)) return c;
     if (auto d = pass_detail::constant_value(c)) return typed(pass_detail::make_constant(m_, std::move(d), at_));
     return c;
   }
 
   expr* constant(constant_data d) { return typed(pass_detail::make_constant(m_, std::move(d), at_)); }
 
-  expr* ints(dtype dt, const std::vector<std::int64_t>& v, std::vector<std::int64_t> shape) {
+  /// A constant of dtype dt and the given shape holding v: integers exactly (int64 multipliers
+  /// do not fit a double), reals rounded once to dt.
+  template <class T>
+  expr* values(dtype dt, const std::vector<T>& v, std::vector<std::int64_t> shape) {
     constant_data c;
     c.dt = dt;
     c.shape = std::move(shape);
     c.bytes.resize(v.size() * dt.bytes());
-    for (std::size_t k = 0; k < v.size(); ++k) c.set_integer(k, v[k]);
+    for (std::size_t k = 0; k < v.size(); ++k) {
+      if constexpr (std::is_integral_v<T>) c.set_integer(k, v[k]);
+      else c.set_real(k, v[k]);
+    }
     return constant(std::move(c));
   }
-  expr* reals(dtype dt, const std::vector<double>& v, std::vector<std::int64_t> shape) {
-    constant_data c;
-    c.dt = dt;
-    c.shape = std::move(shape);
-    c.bytes.resize(v.size() * dt.bytes());
-    for (std::size_t k = 0; k < v.size(); ++k) c.set_real(k, v[k]);
-    return constant(std::move(c));
-  }
+  expr* ints(dtype dt, const std::vector<std::int64_t>& v, std::vector<std::int64_t> shape) { return values(dt, v, std::move(shape)); }
+  expr* reals(dtype dt, const std::vector<double>& v, std::vector<std::int64_t> shape) { return values(dt, v, std::move(shape)); }
   expr* scalar_int(dtype dt, std::int64_t v) { return ints(dt, {v}, {}); }
   expr* scalar_real(dtype dt, double v) { return reals(dt, {v}, {}); }
 
@@ -221,7 +221,7 @@ class legalizer {
     return call("clip", {e}, std::move(a));
   }
   /// clip to d's range, then cast (TVM's ConvertDtype).
-  expr* saturate(expr* e, dtype d) { return cast(clip(e, static_cast<double>(qmin(d)), static_cast<double>(qmax(d))), d); }
+  expr* saturate(expr* e, dtype d) { return cast(clip(e, static_cast<double>(d.lowest()), static_cast<double>(d.highest())), d); }
   expr* sum(expr* e, std::int64_t axis, bool keepdims) {
     relay::attrs a;
     a.items.emplace_back("axis", pass_detail::int_array({axis}));
@@ -238,10 +238,7 @@ class legalizer {
   expr* along(expr* p, std::int64_t rank, std::int64_t axis) {
     const type& t = p->checked;
     if (t.shape.size() != 1 || t.shape[0] == 1 || axis >= rank - 1) return p;
-    relay::attrs a;
-    a.items.emplace_back("axis", attr::integer(1));
-    a.items.emplace_back("num_newaxis", attr::integer(rank - axis - 1));
-    return call("expand_dims", {p}, std::move(a));
+    return folded(pass_detail::expand_to_axis(m_, p, rank, axis, at_));
   }
 
   /// a >> t (arithmetic: floor(a / 2^t)) for an integer a and constant amounts t, one per
@@ -402,11 +399,16 @@ class legalizer {
   expr* fixed_point_multiply_call(expr* e) {
     const op_call c = attrs_of(e);
     expr* x = e->args[0];
-    if (!(x->checked.dt == dtype::int32())) fail("the input must be int32, not " + x->checked.dt.name());
+    const dtype in = x->checked.dt;
+    // relay.quantize's realize casts to int64 before it when the scale ratio is not a power of
+    // two. TVM's type relation keeps the input's dtype, while the TIR intrinsic computes in
+    // int64 and returns int32: the result is the int32-truncated value, widened back.
+    if (!(in == dtype::int32() || in == dtype::int64())) fail("the input must be int32 or int64, not " + in.name());
     const std::int64_t m = c.integer("multiplier"), s = c.integer("shift");
     if (m < 0 || m > std::int64_t{INT32_MAX}) fail("multiplier " + std::to_string(m) + " is not a non-negative int32");
     if (s < -31 || s > 31) fail("shift " + std::to_string(s) + " is out of [-31, 31]");
-    return q_multiply_shift(x, {fixed_point{m, static_cast<int>(s)}}, true, "UPWARD", static_cast<std::int64_t>(x->checked.shape.size()), 0);
+    expr* r = q_multiply_shift(x, {fixed_point{m, static_cast<int>(s)}}, true, "UPWARD", static_cast<std::int64_t>(x->checked.shape.size()), 0);
+    return in == dtype::int64() ? cast(r, in) : r;
   }
 
   expr* requantize_or_upcast(expr* x, expr* s, expr* z, expr* out_s, expr* out_z, std::int64_t axis, const std::string& side) {
@@ -455,8 +457,6 @@ class legalizer {
 
   expr* dequantize(expr* e) {
     const op_call c = attrs_of(e);
-    if (const auto d = c.dtype_attr("out_dtype"); d && !(*d == dtype::float32()))
-      fail("out_dtype " + d->name() + " is not supported (float32 only)");
     expr* x = e->args[0];
     const dtype in = x->checked.dt;
     if (!is_qtype(in) || in.bits == 64 || (in.is_uint() && in.bits == 32)) fail("the input must be int8, uint8, int16, uint16 or int32, not " + in.name());
@@ -464,7 +464,9 @@ class legalizer {
     const std::int64_t axis = scale_and_zero_point_axis(e, c);
     expr* t = cast(x, dtype::int32());
     if (!is_zero(e->args[2])) t = call("subtract", {t, along(e->args[2], rank, axis)});
-    return call("multiply", {cast(t, dtype::float32()), along(e->args[1], rank, axis)});
+    expr* r = call("multiply", {cast(t, dtype::float32()), along(e->args[1], rank, axis)});
+    // out_dtype float16: computed in float32 and rounded once at the end.
+    return e->checked.dt == dtype::float32() ? r : cast(r, e->checked.dt);
   }
 
   void check_contraction_operands(const expr* e) const {

@@ -7,7 +7,9 @@
 // recursive walk would overflow the stack on them.
 #pragma once
 
+#include <algorithm>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -47,7 +49,38 @@ class type_checker {
   explicit type_checker(module& m) : m_(m) {}
 
   void run() {
+    refuse_unsupported_ops();
     for (definition& d : m_.defs) check(d.fn);
+  }
+
+  /// The first call of an op the frontend does not support, in source order, is the error: it
+  /// says more than an unknown type somewhere after it (a constant next to a convolution).
+  void refuse_unsupported_ops() {
+    const expr* first = nullptr;
+    std::vector<std::string> names;  // every unsupported op, once
+    std::unordered_set<const expr*> seen;
+    std::vector<const expr*> stack;
+    for (const definition& d : m_.defs) stack.push_back(d.fn);
+    while (!stack.empty()) {
+      const expr* e = stack.back();
+      stack.pop_back();
+      if (!e || !seen.insert(e).second) continue;
+      if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && !find_op(e->callee->name)) {
+        if (std::find(names.begin(), names.end(), e->callee->name) == names.end()) names.push_back(e->callee->name);
+        if (!first || std::pair(e->callee->at.line, e->callee->at.col) < std::pair(first->callee->at.line, first->callee->at.col)) first = e;
+      }
+      stack.insert(stack.end(), e->args.begin(), e->args.end());
+      stack.push_back(e->callee);
+      stack.push_back(e->body);
+    }
+    if (!first) return;
+    std::string others;
+    std::sort(names.begin(), names.end());
+    for (const std::string& n : names)
+      if (n != first->callee->name) others += (others.empty() ? "" : ", ") + n;
+    throw m_.error_at(first->callee->at, "unsupported op " + first->callee->name +
+                                             (others.empty() ? "" : " (the program also uses " + others + ", unsupported too)") +
+                                             "; supported ops: " + supported_ops());
   }
 
   /// Types `root` and everything under it.
@@ -66,6 +99,11 @@ class type_checker {
           if (!done_.count(e->args[1])) stack.push_back({e->args[1], false});
           continue;
         }
+        // A closure called where it is written: its arguments are typed before it, so that
+        // parameters without annotations take their argument's type (FuseOps and pattern
+        // partitioning write `%10 = fn (%FunctionVar_0_0, ...) {...}; %10(%4, ...)`).
+        if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::function) call_site_.emplace(e->callee, e);
+        if (e->kind == expr_kind::function) take_parameter_types(*e);
         for (expr* c : children(e))
           if (c && !done_.count(c) && !visiting_.count(c)) stack.push_back({c, false});
         continue;
@@ -102,9 +140,24 @@ class type_checker {
   }
 
  private:
+  /// Unannotated parameters of fn take the types of the arguments at its call site, once those
+  /// are typed (a parameter typed neither way stays an error at the function).
+  void take_parameter_types(expr& fn) {
+    const auto site = call_site_.find(&fn);
+    if (site == call_site_.end() || site->second->args.size() != fn.args.size()) return;
+    for (std::size_t i = 0; i < fn.args.size(); ++i) {
+      expr* p = fn.args[i];
+      const expr* a = site->second->args[i];
+      if (!p->annotated.known() && done_.count(a) && a->checked.known()) p->annotated = a->checked;
+    }
+  }
+
+  /// The nodes e's type depends on, the last typed first (the stack pops them in reverse): a
+  /// call's arguments before a callee that is not an op.
   std::vector<expr*> children(expr* e) {
-    std::vector<expr*> c(e->args.begin(), e->args.end());
+    std::vector<expr*> c;
     if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op) c.push_back(e->callee);
+    c.insert(c.end(), e->args.begin(), e->args.end());
     if (e->body) c.push_back(e->body);
     if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::global) {
       if (definition* d = m_.find(e->callee->name)) c.push_back(d->fn);
@@ -197,6 +250,7 @@ class type_checker {
   }
 
   module& m_;
+  std::unordered_map<const expr*, expr*> call_site_;  // closure -> the first call of it met
   std::unordered_set<const expr*> done_;
   std::unordered_set<const expr*> visiting_;
 };

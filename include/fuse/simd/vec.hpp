@@ -77,16 +77,11 @@ std::uint64_t to_bits(const xsimd::batch_bool<T, A>& m) {
   if constexpr (std::is_integral_v<R>) {
     return static_cast<std::uint64_t>(static_cast<R>(m));
   } else {
-    // Every lane is all-ones or all-zeros: the sign bits are the mask.
-    alignas(64) T lanes[xsimd::batch_bool<T, A>::size];
-    xsimd::bitwise_cast<xsimd::batch<T, A>>(xsimd::batch<T, A>(m)).store_aligned(lanes);
+    // A vector register (SSE/AVX): its lanes as bools (xsimd 8 has no movemask accessor).
+    alignas(64) bool lanes[xsimd::batch_bool<T, A>::size];
+    m.store_aligned(lanes);
     std::uint64_t b = 0;
-    for (std::size_t i = 0; i < xsimd::batch_bool<T, A>::size; ++i) {
-      using U = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-      U u;
-      std::memcpy(&u, &lanes[i], sizeof(U));
-      b |= static_cast<std::uint64_t>(u >> (8 * sizeof(U) - 1)) << i;
-    }
+    for (std::size_t i = 0; i < xsimd::batch_bool<T, A>::size; ++i) b |= static_cast<std::uint64_t>(lanes[i]) << i;
     return b;
   }
 }
