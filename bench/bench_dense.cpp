@@ -18,6 +18,17 @@
 //                        (Eigen has no 8-bit kernel: what hand-written Eigen code would run)
 //   gemm_s8/floor/M/N/K  2MNK / the vpdpbusd peak of one core (947 GOP/s measured)
 // checked exactly against an int64 sum on sampled rows before timing.
+// float16 and bfloat16 (nn.dense with 16-bit data and weights, accumulated in float32), at the
+// fp32 shapes; compare their GFLOP/s with gemm/fuse's:
+//   gemm_f16/fuse/M/N/K        fuse::eval(C16, fuse::dense(A16, W16)): result in float16 (TVM's
+//                              default out_dtype), rounded once
+//   gemm_f16/fuse_packed/...   the same over fuse::pack(W16) (float panels, packed once)
+//   gemm_f16_f32/fuse, fuse_packed   out_dtype="float32": fuse::dense<float>(A16, W16)
+//   gemm_f16/eigen/M/N/K       Eigen::half matrices, C.noalias() = A * W.transpose() (Eigen's
+//                              own half GEMM; only where it finishes in reasonable time)
+//   gemm_bf16/..., gemm_bf16_f32/...   the same for bfloat16 (Eigen::bfloat16)
+// checked before timing against double dot products of the 16-bit values (float32 accumulation
+// plus the final 16-bit rounding).
 // Single thread. ./scripts/bench dense prints the ratios.
 #include <Eigen/Core>
 
@@ -27,6 +38,7 @@
 #include <string>
 #include <memory>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "bench_support.hpp"
@@ -200,6 +212,102 @@ void gemm_s8_floor(benchmark::State& state) {
   fuse_bench::operation_floor(state, "FUSE_PEAK_GOPS_INT8", __builtin_cpu_supports("avx512vnni") ? 947e9 : 0);
 }
 
+// ---- float16 and bfloat16 ------------------------------------------------------------------------
+
+/// A and W in T (fuse::half or fuse::bfloat16), with the values of the fp32 inputs rounded.
+template <class T>
+struct f16_inputs {
+  index_t m, n, k;
+  fuse::tensor<T, 2> a, w;
+  fuse::packed_weights<T> wp;  // w packed once, outside every timing
+  f16_inputs(index_t m_, index_t n_, index_t k_) : m(m_), n(n_), k(k_), a({m_, k_}), w({n_, k_}) {
+    fuse::tensor<float, 2> af({m_, k_}), wf({n_, k_});
+    fuse_bench::fill_uniform(af, static_cast<std::uint32_t>(m * 7 + k), 1.0f);
+    fuse_bench::fill_uniform(wf, static_cast<std::uint32_t>(n * 13 + k), 1.0f / std::sqrt(static_cast<float>(k)));
+    fuse::eval(a, fuse::cast<T>(af));
+    fuse::eval(w, fuse::cast<T>(wf));
+    wp = fuse::pack(w);
+  }
+};
+
+/// Checks C (Out: T or float) against double dot products of the 16-bit values on rows {0,
+/// M-1, M/2} and columns {0, N-1, N/2}: the accumulation's error (`acc` relative to the sum
+/// of magnitudes: 1e-4 for float32 sums) plus, for a 16-bit C, its final rounding (half an
+/// ulp: 2^-11 for float16, 2^-8 for bfloat16, relative to |C|).
+template <class T, class Out>
+std::string check_f16(const f16_inputs<T>& d, const fuse::tensor<Out, 2>& c, double acc) {
+  const double ulp = std::is_same_v<Out, float> ? 0 : (std::is_same_v<T, fuse::half> ? 0x1p-11 : 0x1p-8);
+  auto at = [&](index_t i, index_t j) -> std::string {
+    double s = 0, mag = 0;
+    for (index_t p = 0; p < d.k; ++p) {
+      const double t = static_cast<double>(static_cast<float>(d.a(i, p))) * static_cast<float>(d.w(j, p));
+      s += t;
+      mag += std::abs(t);
+    }
+    const double got = static_cast<float>(c(i, j));
+    if (std::abs(got - s) <= acc * mag + ulp * std::abs(s)) return {};
+    return "C(" + std::to_string(i) + ", " + std::to_string(j) + ") = " + std::to_string(got) +
+           " differs from the double-precision dot product " + std::to_string(s);
+  };
+  for (index_t i : {index_t{0}, d.m / 2, d.m - 1})
+    for (index_t j = 0; j < d.n; ++j)
+      if (auto e = at(i, j); !e.empty()) return e;
+  for (index_t j : {index_t{0}, d.n / 2, d.n - 1})
+    for (index_t i = 0; i < d.m; ++i)
+      if (auto e = at(i, j); !e.empty()) return e;
+  return {};
+}
+
+template <class T, class Out, class Run>
+void run_gemm_f16(benchmark::State& state, Run run, double acc = 1e-4) {
+  const f16_inputs<T>& d = fuse_bench::inputs_of<f16_inputs<T>>(state);
+  fuse::tensor<Out, 2> c({d.m, d.n});
+  run(d, c);
+  if (const std::string e = check_f16(d, c, acc); !e.empty()) {
+    state.SkipWithError(e.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    run(d, c);
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+  set_flops(state, 2.0 * static_cast<double>(d.m) * static_cast<double>(d.n) * static_cast<double>(d.k));
+}
+
+template <class T, class Out>
+void gemm_f16_fuse(benchmark::State& state) {
+  run_gemm_f16<T, Out>(state, [](const f16_inputs<T>& d, fuse::tensor<Out, 2>& c) {
+    fuse::eval(c, fuse::dense<Out>(d.a, d.w));
+  });
+}
+
+template <class T, class Out>
+void gemm_f16_fuse_packed(benchmark::State& state) {
+  run_gemm_f16<T, Out>(state, [](const f16_inputs<T>& d, fuse::tensor<Out, 2>& c) {
+    fuse::eval(c, fuse::dense<Out>(d.a, d.wp));
+  });
+}
+
+/// Eigen's own 16-bit GEMM (Eigen::half / Eigen::bfloat16 hold the same bits as fuse's types).
+/// It accumulates in the 16-bit type (every multiply-add rounded), so its check allows K ulps.
+template <class T>
+void gemm_f16_eigen(benchmark::State& state) {
+  using E = std::conditional_t<std::is_same_v<T, fuse::half>, Eigen::half, Eigen::bfloat16>;
+  using M = Eigen::Matrix<E, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  static_assert(sizeof(E) == sizeof(T));
+  run_gemm_f16<T, T>(state, [](const f16_inputs<T>& d, fuse::tensor<T, 2>& c) {
+    Eigen::Map<const M> a(reinterpret_cast<const E*>(d.a.data()), d.m, d.k), w(reinterpret_cast<const E*>(d.w.data()), d.n, d.k);
+    Eigen::Map<M> out(reinterpret_cast<E*>(c.data()), d.m, d.n);
+    out.noalias() = a * w.transpose();
+  }, static_cast<double>(state.range(2)) * (std::is_same_v<T, fuse::half> ? 0x1p-11 : 0x1p-8));
+}
+
+/// Eigen's 16-bit GEMM only where it takes at most a few seconds per call.
+void shapes_f16_eigen(benchmark::internal::Benchmark* b) {
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{257, 1000, 300}, {1, 4096, 1024}}) b->Args({m, n, k});
+}
+
 void shapes_s8(benchmark::internal::Benchmark* b) {
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1024, 1024, 1024}, {64, 4096, 2048}}) b->Args({m, n, k});
 }
@@ -224,3 +332,13 @@ BENCHMARK(gemm_s8_fuse)->Name("gemm_s8/fuse")->Apply(shapes_s8)->UseRealTime();
 BENCHMARK(gemm_s8_fuse_packed)->Name("gemm_s8/fuse_packed")->Apply(shapes_s8)->UseRealTime();
 BENCHMARK(gemm_s8_eigen)->Name("gemm_s8/eigen")->Apply(shapes_s8)->UseRealTime();
 BENCHMARK(gemm_s8_floor)->Name("gemm_s8/floor")->Apply(shapes_s8)->UseManualTime();
+BENCHMARK(gemm_f16_fuse<fuse::half, fuse::half>)->Name("gemm_f16/fuse")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_fuse_packed<fuse::half, fuse::half>)->Name("gemm_f16/fuse_packed")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_eigen<fuse::half>)->Name("gemm_f16/eigen")->Apply(shapes_f16_eigen)->UseRealTime();
+BENCHMARK(gemm_f16_fuse<fuse::half, float>)->Name("gemm_f16_f32/fuse")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_fuse_packed<fuse::half, float>)->Name("gemm_f16_f32/fuse_packed")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_fuse<fuse::bfloat16, fuse::bfloat16>)->Name("gemm_bf16/fuse")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_fuse_packed<fuse::bfloat16, fuse::bfloat16>)->Name("gemm_bf16/fuse_packed")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_eigen<fuse::bfloat16>)->Name("gemm_bf16/eigen")->Apply(shapes_f16_eigen)->UseRealTime();
+BENCHMARK(gemm_f16_fuse<fuse::bfloat16, float>)->Name("gemm_bf16_f32/fuse")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_fuse_packed<fuse::bfloat16, float>)->Name("gemm_bf16_f32/fuse_packed")->Apply(shapes)->UseRealTime();

@@ -192,9 +192,9 @@ std::string ops_of(const kernel& k) {
 
 int compile(const arguments& args) {
   module m = load_legalized(args);
-  eliminate_common_subexpr(m);  // as relay.build does before FuseOps
+  relay_build_prefix(m);  // TVM counts what relay.build gives FuseOps
   const std::string tvm = tvm_kernel_count(m);
-  prepare_for_planning(m);
+  prepare_for_planning(m, args.get("--planner", "fuse") != "tvm");
   const std::string out = args.get("-o");
   if (out.empty()) throw usage_error{"missing -o OUT.hpp"};
   const std::string ns = args.get("--namespace", "model");
@@ -226,9 +226,9 @@ int compile(const arguments& args) {
 
 int check(const arguments& args) {
   module m = load_legalized(args);
-  eliminate_common_subexpr(m);  // as relay.build does before FuseOps
+  relay_build_prefix(m);  // TVM counts what relay.build gives FuseOps
   const std::string tvm = tvm_kernel_count(m);
-  prepare_for_planning(m);
+  prepare_for_planning(m, args.get("--planner", "fuse") != "tvm");
   check_options opt;
   opt.planning = planner_options(args, m);
   opt.cxx = FUSE_RELAY_CXX;

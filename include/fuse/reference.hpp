@@ -236,8 +236,9 @@ ref_t<T> ref_value(T v) {
   else return static_cast<std::int64_t>(v);
 }
 
-/// One element of a contraction: the sum over k in double (float) or int64 wrapped to the
-/// result dtype (integers).
+/// One element of a contraction: the sum over k in double (floating dtypes: float16 and
+/// bfloat16 operands read as their exact values, the sum rounded once to a 16-bit result dtype,
+/// kept in double for float32) or int64 wrapped to the result dtype (integers).
 template <contract_kind K, class A, class B, class Out, std::size_t R>
 ref_t<Out> contract_at(const contract_expr<K, A, B, Out, R>& e, const index_t* x) {
   index_t ya[A::rank > 0 ? A::rank : 1] = {};

@@ -3,13 +3,14 @@
 // double-precision BERT forward written here with plain loops. This proves that the text
 // computes the network the generator claims, with the weights it returns.
 //
-// A form the frontend cannot read yet (an op missing from its registry) is skipped, and the
-// test "bert: which forms the frontend reads" prints why.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <random>
@@ -22,6 +23,8 @@
 #include <fuse/relay/typecheck.hpp>
 
 #include "models/bert.hpp"
+#include "relay/tool.hpp"
+#include "support/random.hpp"
 
 using namespace fuse::relay;
 using models::bert_options;
@@ -432,12 +435,12 @@ TEST_CASE("bert: the printer binds a node when its first user is visited (TVM's 
   CHECK(models::six_digits(std::numeric_limits<float>::lowest()) == "-3.40282e+38");
 }
 
-TEST_CASE("bert: which forms the frontend reads") {
+TEST_CASE("bert: the frontend reads every form") {
   for (const bert_options& o : {small(form::pytorch), small(form::pytorch, norm::unpacked), small(form::pytorch, norm::op, qkv_form::fused),
                                 small(form::tensorflow), small(form::tensorflow, norm::op, qkv_form::fused),
                                 small(form::pytorch, norm::op, qkv_form::separate, precision::int8)}) {
-    const std::string why = unreadable(o);
-    MESSAGE(describe(o) << ": " << (why.empty() ? "parses and type-checks" : "not yet: " + why));
+    CAPTURE(describe(o));
+    CHECK(unreadable(o).empty());
   }
 }
 
@@ -525,31 +528,27 @@ TEST_CASE("bert: the int8 form's constants are the float weights quantized as re
   CHECK(std::equal(folded.begin(), folded.end(), table.begin()));
 }
 
-TEST_CASE("bert pytorch float32 (nn.layer_norm, separate Q/K/V) agrees with a double forward" * doctest::skip(!unreadable(small(form::pytorch)).empty())) {
+TEST_CASE("bert pytorch float32 (nn.layer_norm, separate Q/K/V) agrees with a double forward") {
   check_against_reference(small(form::pytorch));
 }
 
-TEST_CASE("bert pytorch float32 without spans agrees with a double forward" *
-          doctest::skip(!unreadable(small(form::pytorch, norm::op, qkv_form::separate, precision::float32, false)).empty())) {
+TEST_CASE("bert pytorch float32 without spans agrees with a double forward") {
   check_against_reference(small(form::pytorch, norm::op, qkv_form::separate, precision::float32, false));
 }
 
-TEST_CASE("bert pytorch float32 (SimplifyInference's layer norm) agrees with a double forward" *
-          doctest::skip(!unreadable(small(form::pytorch, norm::unpacked)).empty())) {
+TEST_CASE("bert pytorch float32 (SimplifyInference's layer norm) agrees with a double forward") {
   check_against_reference(small(form::pytorch, norm::unpacked));
 }
 
-TEST_CASE("bert pytorch float32 (fused QKV) agrees with a double forward" *
-          doctest::skip(!unreadable(small(form::pytorch, norm::op, qkv_form::fused)).empty())) {
+TEST_CASE("bert pytorch float32 (fused QKV) agrees with a double forward") {
   check_against_reference(small(form::pytorch, norm::op, qkv_form::fused));
 }
 
-TEST_CASE("bert tensorflow float32 (separate Q/K/V) agrees with a double forward" * doctest::skip(!unreadable(small(form::tensorflow)).empty())) {
+TEST_CASE("bert tensorflow float32 (separate Q/K/V) agrees with a double forward") {
   check_against_reference(small(form::tensorflow));
 }
 
-TEST_CASE("bert tensorflow float32 (fused QKV) agrees with a double forward" *
-          doctest::skip(!unreadable(small(form::tensorflow, norm::op, qkv_form::fused)).empty())) {
+TEST_CASE("bert tensorflow float32 (fused QKV) agrees with a double forward") {
   check_against_reference(small(form::tensorflow, norm::op, qkv_form::fused));
 }
 
@@ -557,12 +556,45 @@ TEST_CASE("bert tensorflow float32 (fused QKV) agrees with a double forward" *
 // product agree exactly (both sides compute the float parts in double; they differ by summation
 // order only, ~1e-16, which moves a value across a rounding threshold of x * 16 with
 // probability ~1e-13 per element), so the outputs agree to double rounding.
-TEST_CASE("bert pytorch int8 (relay.quantize) agrees with the quantized arithmetic in loops" *
-          doctest::skip(!unreadable(small(form::pytorch, norm::op, qkv_form::separate, precision::int8)).empty())) {
+TEST_CASE("bert pytorch int8 (relay.quantize) agrees with the quantized arithmetic in loops") {
   check_against_reference(small(form::pytorch, norm::op, qkv_form::separate, precision::int8));
 }
 
-TEST_CASE("bert pytorch int8 (fused QKV) agrees with the quantized arithmetic in loops" *
-          doctest::skip(!unreadable(small(form::pytorch, norm::op, qkv_form::fused, precision::int8)).empty())) {
+TEST_CASE("bert pytorch int8 (fused QKV) agrees with the quantized arithmetic in loops") {
   check_against_reference(small(form::pytorch, norm::op, qkv_form::fused, precision::int8));
 }
+
+#ifdef FUSE_RELAY_TOOL
+// The real-export workflow on every form: the model's text and its weights file (TVM's
+// save_param_dict format, as users save relay.frontend's params), through `fuse-relay check
+// MODEL --params FILE`: the weights bound as constants, the header compiled, run and compared
+// with the interpreter.
+TEST_CASE("bert: fuse-relay check --params passes on every form (small configurations)") {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_relay_bert_" + std::to_string(fuse::test::base_seed()));
+  std::filesystem::create_directories(dir);
+  const std::vector<bert_options> forms = {
+      small(form::pytorch),
+      small(form::pytorch, norm::unpacked),
+      small(form::pytorch, norm::op, qkv_form::fused),
+      small(form::tensorflow),
+      small(form::tensorflow, norm::op, qkv_form::fused),
+      small(form::pytorch, norm::op, qkv_form::separate, precision::int8),
+      small(form::pytorch, norm::op, qkv_form::fused, precision::int8)};
+  for (std::size_t k = 0; k < forms.size(); ++k) {
+    const std::string name = describe(forms[k]);
+    CAPTURE(name);
+    const generated g = models::bert(forms[k]);
+    const std::filesystem::path model = dir / ("bert" + std::to_string(k) + ".relay"), weights = dir / ("bert" + std::to_string(k) + ".params");
+    std::ofstream(model) << g.text;
+    params::save_param_dict(weights.string(), g.weights);
+    const auto start = std::chrono::steady_clock::now();
+    const fuse::test::tool_run r = fuse::test::run_tool("check " + model.string() + " --params " + weights.string() + " --seed " +
+                                                        std::to_string(fuse::test::base_seed() % 1000000));
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    MESSAGE(name << ": " << r.out.substr(0, r.out.find('\n')) << " ("
+                 << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s)");
+  }
+  std::filesystem::remove_all(dir);
+}
+#endif

@@ -441,6 +441,31 @@ def @main(%x: Tensor[(3, 5, 7), float32], %b: Tensor[(5, 1), float32]) {
   fuse::test::check_compiled(m, "variance_broadcast_collapse");
 }
 
+TEST_CASE("one_hot and full (from_tensorflow's BERT): interpreter against loops, the header as where/broadcast") {
+  module m = checked(R"(#[version = "0.0.5"]
+def @main(%i: Tensor[(2, 5), int32], %x: Tensor[(4, 2, 5), float32]) {
+  %0 = one_hot(%i, 1f, 0f, depth=4, axis=0, dtype="float32");
+  %1 = one_hot(%i, 3, -1, depth=3);
+  %2 = full(2.5f, shape=[4, 2, 5], dtype="float32");
+  (add(%0, %x), multiply(%2, %x), %1, full(7, shape=[3], dtype="int8"))
+})");
+  value i = value::tensor(dtype::int32(), {2, 5});
+  i.i = {0, 1, 2, 3, 4, -1, 2, 1, 0, 3};  // 4 and -1: outside [0, depth), rows of off
+  const value x = random_floats({4, 2, 5}, 18);
+  const std::vector<value> r = interpreter::flatten(interpreter(m).run("main", {i, x}));
+  for (std::int64_t d = 0; d < 4; ++d)
+    for (std::int64_t k = 0; k < 10; ++k) {
+      const auto at = static_cast<std::size_t>(d * 10 + k);
+      CHECK(r[0].f[at] == doctest::Approx(x.f[at] + (i.i[static_cast<std::size_t>(k)] == d ? 1.0 : 0.0)));
+      CHECK(r[1].f[at] == doctest::Approx(x.f[at] * 2.5));
+    }
+  for (std::int64_t k = 0; k < 10; ++k)
+    for (std::int64_t d = 0; d < 3; ++d) CHECK(r[2].i[static_cast<std::size_t>(k * 3 + d)] == (i.i[static_cast<std::size_t>(k)] == d ? 3 : -1));
+  CHECK(r[3].i == std::vector<std::int64_t>{7, 7, 7});
+  prepare_for_planning(m);
+  fuse::test::check_compiled(m, "one_hot_full");
+}
+
 TEST_CASE("fixed_point_multiply on int64 (relay.quantize's realize): TVM's q_multiply_shift, the int32 result widened") {
   // The TIR lowering: x * M in int64, + 2^(30 - s), >> (31 - s), truncated to int32.
   const std::int64_t multiplier = 1518500250, shift = -3;

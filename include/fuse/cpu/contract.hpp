@@ -1,5 +1,6 @@
 // Evaluates a contraction node (fuse/expr/contract.hpp) with the GEMMs of fuse/cpu/gemm.hpp
-// (float, double) and fuse/cpu/gemm_int8.hpp (int8, uint8). Operands that are tensors or views
+// (float, double; float16 and bfloat16 widened to float, fuse/cpu/gemm_half.hpp) and
+// fuse/cpu/gemm_int8.hpp (int8, uint8). Operands that are tensors or views
 // are read in place through their strides (transposes included), packed weights (fuse::pack) in
 // their own layout; operands that are other expressions are evaluated into a contiguous buffer,
 // whole, or, in a blocked pass (fuse/cpu/epilogue.hpp), row block by row block as the blocks
@@ -267,33 +268,40 @@ struct contract_operands {
   }
 
   /// C[rows i0.., columns j0..] of batch bi, an m x n block, into c with strides (rs, cs).
+  /// float16/bfloat16 operands are widened to float as they are packed and accumulate in
+  /// float; a 16-bit C is rounded once per element as it is stored.
   template <class Out>
   void multiply(const Node& node, index_t bi, index_t i0, index_t m, index_t j0, index_t n, Out* c, index_t rs,
                 index_t cs) const {
-    const gemm::strided<typename A::value_type> a{
-        am.lazy ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
-    const Out* a_packed = nullptr;
-    if constexpr (std::is_floating_point_v<Out> && std::is_same_v<typename A::value_type, Out>) {
+    using TA = typename A::value_type;
+    using Acc = gemm::accumulator_t<TA, Out>;
+    const gemm::strided<TA> a{am.lazy ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
+    const Acc* a_packed = nullptr;
+    if constexpr (std::is_floating_point_v<Acc> && (std::is_same_v<TA, Acc> || gemm::is_float16_dtype<TA>)) {
       // Shared rows, when the product is not one the direct (unpacked) form takes and the
       // packing stays within a few MiB. A by-rows operand reuses one buffer for every row
       // block: its origin tells them apart.
       if (shared_rows && m > 4 && m * n * node.k > 32768)
-        a_packed = shared_rows->template rows<Out>(a.data, am.lazy ? i0 : -1, a.rs, a.cs, m, node.k,
-                                                   [&](Out* dst) { gemm::pack_a_ahead<Out>(dst, a, m, node.k); });
+        a_packed = shared_rows->template rows<Acc>(a.data, am.lazy ? i0 : -1, a.rs, a.cs, m, node.k,
+                                                   [&](Acc* dst) { gemm::pack_a_ahead<Acc>(dst, a, m, node.k); });
     }
+    constexpr bool rounded = gemm::is_float16_dtype<Out>;  // a 16-bit result: float sums rounded once
     if constexpr (packed_b) {
       // 8-bit weights packed for the VNNI kernel (vpmaddwd where the CPU lacks VNNI).
       if constexpr (sizeof(typename B::value_type) == 1)
         gemm::gemm_int8_prepacked(m, n, node.k, a, bm.view.packed, j0, c, rs, cs);
+      else if constexpr (rounded)
+        gemm::gemm_prepacked_rounded(m, n, node.k, a, bm.view.packed, j0, c, rs, cs, a_packed);
       else
         gemm::gemm_prepacked(m, n, node.k, a, bm.view.packed, j0, c, rs, cs, a_packed);
     } else {
-      using TA = typename A::value_type;
       using TB = typename B::value_type;
       const gemm::strided<TB> b{bm.data + bi * b_bs + j0 * b_ns, b_ks, b_ns};
       // 8-bit operands: the VNNI kernel (vpmaddwd where the CPU lacks VNNI).
       if constexpr (std::is_same_v<Out, std::int32_t> && sizeof(TA) == 1 && sizeof(TB) == 1)
         gemm::gemm_int8<TA, TB>(m, n, node.k, a, b, c, rs, cs);
+      else if constexpr (rounded)
+        gemm::gemm_rounded(m, n, node.k, a, b, c, rs, cs, a_packed);
       else
         gemm::gemm<Out>(m, n, node.k, a, b, c, rs, cs, a_packed);
     }

@@ -7,7 +7,9 @@
 // is packed into panels of MR rows; then each B panel (KC x NR) is swept by every A panel of
 // the block (MC x KC; both in L2), the micro-kernel keeping an MR x NR tile of C in registers
 // over the KC steps. Packing reads any strides (transposed operands cost nothing
-// extra) and converts the element type to the accumulator's (int8/uint8 -> int32).
+// extra) and converts the element type to the accumulator's (int8/uint8 -> int32, float16 and
+// bfloat16 -> float, fuse/cpu/gemm_half.hpp). A 16-bit result is accumulated in float and
+// rounded once when stored (gemm_rounded, gemm_prepacked_rounded).
 //
 // B may also come packed ahead of time (fuse::pack, packed_b): the same panels for every
 // reduction block, block after block in memory order, read in place, so that constant weights
@@ -26,6 +28,7 @@
 #endif
 
 #include "fuse/core/config.hpp"
+#include "fuse/cpu/gemm_half.hpp"
 
 namespace fuse::cpu::gemm {
 
@@ -139,6 +142,19 @@ FUSE_FORCE_INLINE void transpose16(__m512 r[16]) {
 template <class Acc, class TB>
 void pack_b(Acc* dst, index_t panel_stride, strided<TB> src, index_t k0, index_t kc, index_t j0, index_t nc) {
   constexpr int NR = blocking<Acc>::NR;
+  if constexpr (is_float16_dtype<TB>) {
+    static_assert(std::is_same_v<Acc, float>, "fuse: 16-bit operands are packed as float");
+    // Panel by panel: the panel's columns widened into a scratch (along the source's contiguous
+    // axis, with the SIMD conversions), then packed as float.
+    aligned_buffer<float> scratch(static_cast<std::size_t>(kc * NR));
+    for (index_t jp = 0; jp < nc; jp += NR) {
+      const index_t w = std::min<index_t>(NR, nc - jp);
+      index_t srs = 0, scs = 0;
+      widen_block(scratch.p, src.data, src.rs, src.cs, k0, kc, j0 + jp, w, srs, scs);
+      pack_b<float, float>(dst + (jp / NR) * panel_stride, panel_stride, strided<float>{scratch.p, srs, scs}, 0, kc, 0, w);
+    }
+    return;
+  }
   const bool k_contiguous = src.rs == 1 && src.cs != 1;  // dense's weight rows
   for (index_t jp = 0; jp < nc; jp += NR) {
     const index_t w = std::min<index_t>(NR, nc - jp);
@@ -195,6 +211,22 @@ void pack_b(Acc* dst, index_t panel_stride, strided<TB> src, index_t k0, index_t
 template <class Acc, class TA>
 void pack_a(Acc* dst, strided<TA> a, index_t i0, index_t mc, index_t k0, index_t kc) {
   using Bk = blocking<Acc>;
+  if constexpr (is_float16_dtype<TA>) {
+    static_assert(std::is_same_v<Acc, float>, "fuse: 16-bit operands are packed as float");
+    // Panel by panel (MR rows by kc): widened into a scratch, then packed as float.
+    constexpr index_t local_elems = 4096;
+    alignas(64) float local[local_elems];
+    const bool small = Bk::MR * kc <= local_elems;
+    aligned_buffer<float> heap(small ? 0 : static_cast<std::size_t>(Bk::MR * kc));
+    float* const scratch = small ? local : heap.p;
+    for (index_t ip = 0; ip < mc; ip += Bk::MR) {
+      const index_t h = std::min<index_t>(Bk::MR, mc - ip);
+      index_t srs = 0, scs = 0;
+      widen_block(scratch, a.data, a.rs, a.cs, i0 + ip, h, k0, kc, srs, scs);
+      pack_a<float, float>(dst + ip * kc, strided<float>{scratch, srs, scs}, 0, h, 0, kc);
+    }
+    return;
+  }
   for (index_t ip = 0; ip < mc; ip += Bk::MR) {
     const index_t h = std::min<index_t>(Bk::MR, mc - ip);
     const index_t p = Bk::panel_rows(h);
@@ -334,11 +366,17 @@ FUSE_FORCE_INLINE __m256 sum_columns8(const V (&acc)[8]) {
 }
 #endif
 
-/// gemm_dots over RB rows by CB columns at a time.
-template <class T, int RB, int CB>
-void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, T* c, index_t rs, index_t cs) {
-  using V = xsimd::batch<T>;
+/// gemm_dots over RB rows by CB columns at a time. T: the operands' dtype (Acc, or float16 /
+/// bfloat16 widened to Acc = float as they are loaded); Out: C's (Acc, or a 16-bit dtype that
+/// each sum is rounded to once).
+template <class Acc, class T, class Out, int RB, int CB>
+void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, Out* c, index_t rs, index_t cs) {
+  using V = xsimd::batch<Acc>;
   constexpr index_t W = static_cast<index_t>(V::size);
+  const auto load = [](const T* p) {
+    if constexpr (std::is_same_v<T, Acc>) return V::load_unaligned(p);
+    else return load_widened(p);
+  };
   for (index_t i0 = 0; i0 < m; i0 += RB) {
     const int h = static_cast<int>(std::min<index_t>(RB, m - i0));
     const T* ar[RB];
@@ -349,20 +387,38 @@ void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b,
       for (int q = 0; q < CB; ++q) bc[q] = b.data + (j0 + std::min(q, w - 1)) * b.cs;
       V acc[RB][CB];
       for (int r = 0; r < RB; ++r)
-        for (int q = 0; q < CB; ++q) acc[r][q] = V(T(0));
+        for (int q = 0; q < CB; ++q) acc[r][q] = V(Acc(0));
       index_t kk = 0;
       for (; kk + W <= k; kk += W) {
         V bv[CB];
-        for (int q = 0; q < CB; ++q) bv[q] = V::load_unaligned(bc[q] + kk);
+        for (int q = 0; q < CB; ++q) bv[q] = load(bc[q] + kk);
         for (int r = 0; r < RB; ++r) {
-          const V av = V::load_unaligned(ar[r] + kk);
+          const V av = load(ar[r] + kk);
           for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
+        }
+      }
+      if constexpr (!std::is_same_v<T, Acc>) {
+        // 16-bit operands: the last k % W terms as one vector step too, from zero-padded
+        // copies (the widening loads read whole vectors).
+        if (kk < k) {
+          const auto partial = [&](const T* p) {
+            alignas(64) T tail[W] = {};
+            for (index_t t = 0; t < k - kk; ++t) tail[t] = p[t];
+            return load_widened(tail);
+          };
+          V bv[CB];
+          for (int q = 0; q < CB; ++q) bv[q] = partial(bc[q] + kk);
+          for (int r = 0; r < RB; ++r) {
+            const V av = partial(ar[r] + kk);
+            for (int q = 0; q < CB; ++q) acc[r][q] = xsimd::fma(av, bv[q], acc[r][q]);
+          }
+          kk = k;
         }
       }
 #if defined(__AVX512F__)
       // The last k % W terms as one masked vector step: a scalar tail is a chain of dependent
       // multiply-adds per column, which dominates short rows (the seed's k = 10).
-      if constexpr (sizeof(V) == 64) {
+      if constexpr (sizeof(V) == 64 && std::is_same_v<T, Acc>) {
         if (kk < k) {
           using mask = std::conditional_t<W == 16, __mmask16, __mmask8>;
           const auto mk = static_cast<mask>((1u << (k - kk)) - 1);
@@ -377,22 +433,22 @@ void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b,
       }
 #endif
 #if defined(__AVX512F__)
-      if constexpr (CB == 8 && std::is_same_v<T, float> && sizeof(V) == 64) {
+      if constexpr (CB == 8 && std::is_same_v<Acc, float> && sizeof(V) == 64) {
         // Eight sums per row at once: a horizontal add per column costs more than the products
         // of a short row (the seed's k = 10).
         for (int r = 0; r < h; ++r) {
           alignas(32) float sums[8];
           _mm256_store_ps(sums, sum_columns8(acc[r]));
-          for (int q = 0; q < w; ++q) c[(i0 + r) * rs + (j0 + q) * cs] = sums[q];
+          for (int q = 0; q < w; ++q) c[(i0 + r) * rs + (j0 + q) * cs] = Out(sums[q]);
         }
         continue;
       }
 #endif
       for (int r = 0; r < h; ++r)
         for (int q = 0; q < w; ++q) {
-          T sum = xsimd::hadd(acc[r][q]);
-          for (index_t t = kk; t < k; ++t) sum += ar[r][t] * bc[q][t];
-          c[(i0 + r) * rs + (j0 + q) * cs] = sum;
+          Acc sum = xsimd::hadd(acc[r][q]);
+          for (index_t t = kk; t < k; ++t) sum += static_cast<Acc>(ar[r][t]) * static_cast<Acc>(bc[q][t]);
+          c[(i0 + r) * rs + (j0 + q) * cs] = Out(sum);
         }
     }
   }
@@ -402,10 +458,10 @@ void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b,
 /// and B's columns read in place (both contiguous along k), sixteen independent accumulators
 /// (four rows by four columns; one row by sixteen columns for a GEMV). For M = 1 this streams
 /// each weight row once; packing would only add a copy of the weights.
-template <class T>
-void gemm_dots(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, T* c, index_t rs, index_t cs) {
-  if (m == 1) gemm_dots_rows<T, 1, 8>(m, n, k, a, b, c, rs, cs);
-  else gemm_dots_rows<T, 4, 4>(m, n, k, a, b, c, rs, cs);
+template <class Acc, class T, class Out>
+void gemm_dots(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, Out* c, index_t rs, index_t cs) {
+  if (m == 1) gemm_dots_rows<Acc, T, Out, 1, 8>(m, n, k, a, b, c, rs, cs);
+  else gemm_dots_rows<Acc, T, Out, 4, 4>(m, n, k, a, b, c, rs, cs);
 }
 
 /// The blocked loops over a source of B panels: `bpanels(k0, kc, j0, nc)` returns the panels of
@@ -457,10 +513,10 @@ void gemm_blocked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* a_p
   }
 }
 
-template <class Acc>
-void zero_fill(index_t m, index_t n, Acc* c, index_t rs, index_t cs) {
+template <class Out>
+void zero_fill(index_t m, index_t n, Out* c, index_t rs, index_t cs) {
   for (index_t i = 0; i < m; ++i)
-    for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = Acc(0);
+    for (index_t j = 0; j < n; ++j) c[i * rs + j * cs] = Out(0.0f);
 }
 
 }  // namespace detail
@@ -474,7 +530,8 @@ void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c,
   using Bk = blocking<Acc>;
   if (m <= 0 || n <= 0) return;
   if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
-  if constexpr (std::is_floating_point_v<Acc> && std::is_same_v<TA, Acc> && std::is_same_v<TB, Acc>) {
+  if constexpr (std::is_floating_point_v<Acc> && std::is_same_v<TA, TB> &&
+                (std::is_same_v<TA, Acc> || is_float16_dtype<TA>)) {
     if (a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768)) {
       detail::gemm_dots<Acc>(m, n, k, a, b, c, rs, cs);
       return;
@@ -564,6 +621,16 @@ void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed
   if (m <= 0 || n <= 0) return;
   if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
   if (m <= 4) {
+    if constexpr (is_float16_dtype<TA>) {
+      // 16-bit rows widened once (the direct form reads each element of A once per panel).
+      constexpr index_t local_elems = 4096;
+      alignas(64) float local[local_elems];
+      detail::aligned_buffer<float> heap(m * k <= local_elems ? 0 : static_cast<std::size_t>(m * k));
+      float* const rows = m * k <= local_elems ? local : heap.p;
+      index_t srs = 0, scs = 0;
+      detail::widen_block(rows, a.data, a.rs, a.cs, 0, m, 0, k, srs, scs);
+      return gemm_prepacked(m, n, k, strided<float>{rows, srs, scs}, b, j0, c, rs, cs);
+    }
     // Few rows: no packing of A, no tile of padded rows.
     switch (m) {
       case 1: return detail::prepacked_rows<Acc, 1>(n, a, b, j0, c, rs, cs);
@@ -619,6 +686,74 @@ packed_b<Acc> pack_b_ahead(void* dst, strided<TB> b, index_t k, index_t n) {
     detail::pack_b<Acc>(static_cast<Acc*>(dst) + k0 * p.ldp, kc * Bk::NR, b, k0, kc, 0, n);
   }
   return p;
+}
+
+// ---- 16-bit results ---------------------------------------------------------------------------
+
+namespace detail {
+
+/// C (m x n, n at most NC; C's column 0 is column j0 of the packing b) = A B rounded to Out:
+/// the float products of at most MC rows at a time (all m rows when A comes packed ahead) into
+/// a float scratch, each rounded once (to nearest even) into C as soon as it is complete. Rows
+/// by MC are gemm_blocked's own A blocks, so A is packed no more often than for a float C.
+template <class Out, class TA>
+void rounded_rows(index_t m, index_t n, index_t k, strided<TA> a, const packed_b<float>& b, index_t j0, Out* c,
+                  index_t rs, index_t cs, const float* a_packed) {
+  const index_t rows = a_packed ? m : std::min<index_t>(m, blocking<float>::MC);
+  constexpr index_t local_elems = 2048;
+  alignas(64) float local[local_elems];
+  const bool small = rows * n <= local_elems;
+  aligned_buffer<float> heap(small ? 0 : static_cast<std::size_t>(rows * n));
+  float* const scratch = small ? local : heap.p;
+  for (index_t i0 = 0; i0 < m; i0 += rows) {
+    const index_t mr = std::min(rows, m - i0);
+    gemm_prepacked(mr, n, k, strided<TA>{a.data + i0 * a.rs, a.rs, a.cs}, b, j0, scratch, n, 1, a_packed);
+    for (index_t r = 0; r < mr; ++r) narrow(c + (i0 + r) * rs, cs, scratch + r * n, n);
+  }
+}
+
+}  // namespace detail
+
+/// C = A B rounded to the 16-bit dtype Out (float16 or bfloat16) for 16-bit A and B: widened
+/// to float while packed, accumulated in float, each element rounded once when stored. C is
+/// overwritten (k = 0 gives zeros). `a_packed`: A packed ahead as float (pack_a_ahead), or null.
+template <class Out, class TA, class TB>
+void gemm_rounded(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Out* c, index_t rs, index_t cs,
+                  const float* a_packed = nullptr) {
+  static_assert(is_float16_dtype<Out> && is_float16_dtype<TA> && is_float16_dtype<TB>);
+  using Bk = blocking<float>;
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
+  if constexpr (std::is_same_v<TA, TB>) {
+    if (a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768)) {
+      // Few rows or a tiny product: dot products, each rounded as it is stored.
+      detail::gemm_dots<float>(m, n, k, a, b, c, rs, cs);
+      return;
+    }
+  }
+  // B packed as float for a block of columns over the whole reduction (at most KC x NC floats,
+  // the float GEMM's own B block), then swept by the rows.
+  const index_t cols = std::clamp<index_t>((Bk::KC * Bk::NC) / k / Bk::NR * Bk::NR, Bk::NR, Bk::NC);
+  const index_t nc_max = std::min<index_t>(cols, n);
+  detail::aligned_buffer<unsigned char> bp(packed_b_bytes<float>(k, nc_max));
+  for (index_t j0 = 0; j0 < n; j0 += nc_max) {
+    const index_t nc = std::min(nc_max, n - j0);
+    const packed_b<float> panels = pack_b_ahead<float>(bp.p, strided<TB>{b.data + j0 * b.cs, b.rs, b.cs}, k, nc);
+    detail::rounded_rows(m, nc, k, a, panels, 0, c + j0 * cs, rs, cs, a_packed);
+  }
+}
+
+/// C = A B rounded to the 16-bit dtype Out, B packed ahead as float (fuse::pack of 16-bit
+/// weights), from its column j0 on; otherwise as gemm_rounded.
+template <class Out, class TA>
+void gemm_prepacked_rounded(index_t m, index_t n, index_t k, strided<TA> a, const packed_b<float>& b, index_t j0,
+                            Out* c, index_t rs, index_t cs, const float* a_packed = nullptr) {
+  static_assert(is_float16_dtype<Out>);
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
+  constexpr index_t NC = blocking<float>::NC;
+  for (index_t jc = 0; jc < n; jc += NC)
+    detail::rounded_rows(m, std::min(NC, n - jc), k, a, b, j0 + jc, c + jc * cs, rs, cs, a_packed);
 }
 
 }  // namespace fuse::cpu::gemm

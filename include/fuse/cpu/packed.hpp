@@ -8,6 +8,10 @@
 // column), so the weights are neither transposed nor copied again on any call; the blocks are
 // read in memory order, which lets a batch-1 cell stream them at the memory's speed.
 //
+// float16 and bfloat16 weights are widened to float once, as they are packed, into the same
+// float panels: a call pays no conversion of W (the 16-bit data is widened as its rows are
+// packed, and a 16-bit result rounded as it is stored).
+//
 // int8 and uint8 weights are packed for the int8 GEMM instead (fuse/cpu/gemm_int8.hpp,
 // pack_int8_b_ahead: the VNNI kernel's 4-byte groups, or int16 pairs without VNNI, with the
 // per-column sums the int8 x int8 and uint8 x uint8 products need), for data of either dtype.
@@ -32,24 +36,27 @@ namespace detail {
 template <class T>
 inline constexpr bool is_8bit_weight = std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>;
 
-/// The GEMM's description of packed weights of dtype T: the float GEMM's panels, or the int8
-/// GEMM's groups. Both read element (kk, j) of B = W^T back with element(kk, j).
+/// The GEMM's description of packed weights of dtype T: the float GEMM's panels (float16 and
+/// bfloat16 weights widened to float once, when packed), or the int8 GEMM's groups. Both read
+/// element (kk, j) of B = W^T back with element(kk, j).
 template <class T>
-using packed_layout = std::conditional_t<is_8bit_weight<T>, cpu::gemm::packed_int8_b<T>, cpu::gemm::packed_b<T>>;
+using packed_layout =
+    std::conditional_t<is_8bit_weight<T>, cpu::gemm::packed_int8_b<T>,
+                       cpu::gemm::packed_b<cpu::gemm::accumulator_t<T, T>>>;
 
 /// W (n x k: element (j, kk) at data[j * row_stride + kk * col_stride]) packed as B = W^T into
 /// dst (packed_bytes<T>(k, n) bytes, 64-byte aligned).
 template <class T>
 std::size_t packed_bytes(index_t k, index_t n) {
   if constexpr (is_8bit_weight<T>) return static_cast<std::size_t>(cpu::gemm::packed_int8_b_bytes<T>(k, n)) + 64;
-  else return cpu::gemm::packed_b_bytes<T>(k, n);
+  else return cpu::gemm::packed_b_bytes<cpu::gemm::accumulator_t<T, T>>(k, n);
 }
 template <class T>
 packed_layout<T> pack_weights(unsigned char* dst, const T* data, index_t n, index_t k, index_t row_stride,
                               index_t col_stride) {
   const cpu::gemm::strided<T> b{data, col_stride, row_stride};  // B(kk, j) = W(j, kk)
   if constexpr (is_8bit_weight<T>) return cpu::gemm::pack_int8_b_ahead<T>(dst, b, k, n);
-  else return cpu::gemm::pack_b_ahead<T>(dst, b, k, n);
+  else return cpu::gemm::pack_b_ahead<cpu::gemm::accumulator_t<T, T>>(dst, b, k, n);
 }
 }  // namespace detail
 
@@ -68,7 +75,7 @@ struct packed_view {
   FUSE_HD constexpr shape_type shape() const { return shape_type({n, k}); }
 
   /// Element (j, kk) of the [N, K] matrix, read from the packing (references and checks).
-  T element(index_t j, index_t kk) const { return packed.element(kk, j); }
+  T element(index_t j, index_t kk) const { return static_cast<T>(packed.element(kk, j)); }
 };
 
 template <class T>

@@ -7,8 +7,10 @@
 //                                      a batch of 1 broadcasts                 -> [B, M, N]
 //   fuse::bias_add(x, bias, axis)      nn.bias_add: x + bias along `axis` (an elementwise add)
 //
-// Element types: float32 (float32 accumulation and result), float64, and int8/uint8 operands
-// with an int32 result (Relay's out_dtype="int32"; exact: the sum wraps like int32 arithmetic).
+// Element types: float32 (float32 accumulation and result), float64, float16 and bfloat16
+// (float32 accumulation; the result is the operands' dtype, rounded once, or float32 as Relay's
+// out_dtype="float32"), and int8/uint8 operands with an int32 result (Relay's out_dtype="int32";
+// exact: the sum wraps like int32 arithmetic).
 // The transposes may also be template arguments (`batch_matmul<false, true>(a, b)`): with static
 // shapes every mismatch is then a compile-time error naming the op and both shapes; otherwise
 // fuse::shape_error says the same at run time.
@@ -45,10 +47,12 @@ template <class A, class B>
 using contract_default_out_t =
     std::conditional_t<(std::is_same_v<A, std::int8_t> || std::is_same_v<A, std::uint8_t>), std::int32_t, A>;
 
-/// Named in compiler notes when the element types are not supported together.
+/// Named in compiler notes when the element types are not supported together: A, B, Out.
 template <class A, class B, class Out>
 inline constexpr bool contraction_dtypes_supported =
     (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<Out, float>) ||
+    ((std::is_same_v<A, half> || std::is_same_v<A, bfloat16>) && std::is_same_v<B, A> &&
+     (std::is_same_v<Out, A> || std::is_same_v<Out, float>)) ||
     (std::is_same_v<A, double> && std::is_same_v<B, double> && std::is_same_v<Out, double>) ||
     ((std::is_same_v<A, std::int8_t> || std::is_same_v<A, std::uint8_t>) &&
      (std::is_same_v<B, std::int8_t> || std::is_same_v<B, std::uint8_t>) && std::is_same_v<Out, std::int32_t>);
@@ -153,8 +157,9 @@ auto make_contract(const AE& a, const BE& b, bool ta, bool tb) {
   using TA_ = typename AE::value_type;
   using TB_ = typename BE::value_type;
   static_assert(contraction_dtypes_supported<TA_, TB_, Out>,
-                "fuse: contractions take float x float -> float, double x double -> double, or int8/uint8 x "
-                "int8/uint8 -> int32 (the note below names the element types)");
+                "fuse: contractions take float x float -> float, double x double -> double, float16 x float16 "
+                "-> float16 or float, bfloat16 x bfloat16 -> bfloat16 or float, or int8/uint8 x int8/uint8 -> "
+                "int32 (the note below names the element types: a, b, result)");
   constexpr std::size_t R = Kind == contract_kind::batch_matmul ? 3 : AE::rank;
   const char* name = contract_name(Kind);
   if constexpr (requires { typename AE::packed_weight_tag; })
@@ -244,7 +249,8 @@ auto build_contract(X&& x, W&& w, bool ta, bool tb) {
 }  // namespace detail
 
 /// nn.dense(x, w): x [d..., K] times w [N, K] transposed -> [d..., N]. Out: the result dtype
-/// (float for float operands, int32 for int8/uint8 ones).
+/// (by default the operands' for floating ones, int32 for int8/uint8 ones; float for 16-bit
+/// operands is Relay's out_dtype="float32").
 template <class Out = void, expr_operand X, expr_operand W>
 auto dense(X&& x, W&& w) {
   return detail::build_contract<contract_kind::dense, Out, true, false, true>(static_cast<X&&>(x), static_cast<W&&>(w),

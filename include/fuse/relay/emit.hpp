@@ -81,6 +81,13 @@ inline std::string identifier(const std::string& s) {
   return out;
 }
 
+inline bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  return true;
+}
+
 inline std::string int_list(const std::vector<std::int64_t>& v) {
   std::string s = "{";
   for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
@@ -181,13 +188,18 @@ class emitter {
     std::vector<const expr*> order;
     {
       std::unordered_map<const expr*, bool> seen;
+      const auto take = [&](const auto& self, const expr* a) -> void {
+        if (a->kind == expr_kind::tuple)  // fields of a tuple an op reads (concatenate's)
+          for (const expr* f : a->args) self(self, f);
+        if (a->kind == expr_kind::constant && !seen[a] && !(a->checked.is_tensor() && a->checked.shape.empty() && a->data)) {
+          seen[a] = true;
+          order.push_back(a);
+        }
+      };
       for (const kernel& k : p_.kernels)
         for (const expr* op : k.ops)
-          for (const expr* a : op->args)
-            if (a->kind == expr_kind::constant && !seen[a] && !(a->checked.is_tensor() && a->checked.shape.empty() && a->data)) {
-              seen[a] = true;
-              order.push_back(a);
-            }
+          for (const expr* a : op->args) take(take, a);
+      for (const expr* r : p_.results) take(take, r);  // a constant returned as it is (a folded result)
     }
     for (const expr* a : order) {
       const type& t = a->checked;
@@ -206,7 +218,8 @@ class emitter {
       const std::string n = unique("c" + std::to_string(c++));
       names_[a] = n;
       const std::string ct = cxx_type(m_, *a, t.dt);
-      const bool packed = used_as_weight(a) && t.shape.size() == 2 && (ct == "float" || ct == "double" || ct == "std::int8_t" || ct == "std::uint8_t");
+      const bool packed = used_as_weight(a) && t.shape.size() == 2 &&
+                          (ct == "float" || ct == "double" || ct == "std::int8_t" || ct == "std::uint8_t" || ct == "fuse::half" || ct == "fuse::bfloat16");
       const std::string label = a->span.empty() ? relay : a->span;
       if (a->data->bytes.size() > options_.inline_limit) {
         // From the weights file; a dense weight read only through its packed form is packed
@@ -377,8 +390,18 @@ class emitter {
     for (const expr* e : nodes) {
       const std::string name = "e" + std::to_string(n++);
       if (e->kind == expr_kind::tuple) {
-        std::string s = "std::make_tuple(";
-        for (std::size_t i = 0; i < e->args.size(); ++i) s += (i ? ", " : "") + ref(e->args[i], local);
+        // A tuple of references (a tuple of copies would copy stored tensors, which fuse's
+        // concatenate refuses); a field that is not a named value is named first, so that no
+        // reference outlives a temporary.
+        std::string s = "std::forward_as_tuple(";
+        for (std::size_t i = 0; i < e->args.size(); ++i) {
+          std::string f = ref(e->args[i], local);
+          if (!is_identifier(f)) {
+            out << "    auto " << name << "_" << i << " = " << f << ";\n";
+            f = name + "_" + std::to_string(i);
+          }
+          s += (i ? ", " : "") + f;
+        }
         out << "    auto " << name << " = " << s << ");\n";
       } else if (e->kind == expr_kind::tuple_get) {
         const expr* t = e->args[0];
@@ -450,16 +473,18 @@ class emitter {
       const dtype in = e.args[0]->checked.dt;
       if (!(in == e.args[1]->checked.dt) && !(in.bits == 8 && e.args[1]->checked.dt.bits == 8))
         throw m_.error_at(e.at, op + " of " + in.name() + " by " + e.args[1]->checked.dt.name() + ": fuse's contractions take one dtype");
-      if (in.is_float() && in.bits == 16)
-        throw m_.error_at(e.at, op + " of " + in.name() + " operands: fuse's contractions take float32, float64 or int8/uint8 (cast first)");
       const bool int8 = in.bits == 8 && !in.is_float();
+      // float16/bfloat16 operands accumulate in float32 and give their own dtype or float32.
+      const bool half = in.is_float() && in.bits == 16;
       const dtype expect = int8 ? dtype::int32() : in;
-      if (!(t.dt == expect))
-        throw m_.error_at(e.at, op + " with out_dtype " + t.dt.name() + " from " + in.name() + " operands: fuse computes " + expect.name());
-      if (op == "nn.dense") return "fuse::dense(" + arg(0) + ", " + weight(1) + ")";
+      if (!(t.dt == expect) && !(half && t.dt == dtype::float32()))
+        throw m_.error_at(e.at, op + " with out_dtype " + t.dt.name() + " from " + in.name() + " operands: fuse computes " + expect.name() +
+                                    (half ? " or float32" : ""));
+      const std::string out = t.dt == expect ? "" : "<float>";
+      if (op == "nn.dense") return "fuse::dense" + out + "(" + arg(0) + ", " + weight(1) + ")";
       const std::string ta = c.boolean("transpose_a") ? "true" : "false", tb = c.boolean("transpose_b") ? "true" : "false";
-      if (op == "nn.matmul") return "fuse::matmul(" + arg(0) + ", " + arg(1) + ", " + ta + ", " + tb + ")";
-      return "fuse::batch_matmul(" + arg(0) + ", " + arg(1) + ", " + ta + ", " + tb + ")";
+      if (op == "nn.matmul") return "fuse::matmul" + out + "(" + arg(0) + ", " + arg(1) + ", " + ta + ", " + tb + ")";
+      return "fuse::batch_matmul" + out + "(" + arg(0) + ", " + arg(1) + ", " + ta + ", " + tb + ")";
     }
     if (op == "reshape" || op == "squeeze" || op == "expand_dims") {
       if (t.shape.empty()) throw m_.error_at(e.at, op + " to a rank-0 tensor is not supported yet");
@@ -546,6 +571,10 @@ class emitter {
       if (t.shape.empty()) return "fuse::sum(" + arg(0) + ")";
       return "fuse::reshape(fuse::sum(" + arg(0) + ", " + (axes.size() == 1 ? std::to_string(axes[0]) : int_list(axes)) +
              ", fuse::keepdims), " + int_list(t.shape) + ")";
+    }
+    if (op == "full") {
+      const std::string v = "fuse::cast<" + ct + ">(" + arg(0) + ")";
+      return t.shape.empty() ? v : "fuse::broadcast_to(" + v + ", " + int_list(t.shape) + ")";
     }
     if (op == "zeros_like" || op == "ones_like") {
       const std::string v = "fuse::scalar_expr<" + ct + ">{" + (t.dt.is_bool() ? std::string(op == "ones_like" ? "true" : "false")

@@ -456,6 +456,15 @@ class interpreter {
     if (name == "take") return take(c, args[0], args[1], t);
     if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "prod") return reduce(c, name, args[0], t);
     if (name == "variance") return variance(c, args, t);
+    if (name == "full") {
+      value r = value::tensor(t.dt, t.shape);
+      value one = value::tensor(t.dt, {});
+      interp::convert(args[0], 0, one, 0, round_float32_);
+      std::fill(r.f.begin(), r.f.end(), one.floating() ? one.f[0] : 0.0);
+      std::fill(r.i.begin(), r.i.end(), one.floating() ? 0 : one.i[0]);
+      return r;
+    }
+    if (name == "one_hot") return one_hot(c, args, t);
     if (name == "collapse_sum_like") return collapse_sum(args[0], t);
     if (name == "broadcast_to" || name == "broadcast_to_like") {
       value r = value::tensor(t.dt, t.shape);
@@ -705,6 +714,29 @@ class interpreter {
     for (std::size_t o = 0; o < static_cast<std::size_t>(outn); ++o) {
       if (fl) r.f[o] = hold(name == "mean" ? (per ? accf[o] / static_cast<double>(per) : NAN) : accf[o], t.dt);
       else r.i[o] = name == "mean" ? (per ? acci[o] / per : 0) : acci[o];
+    }
+    return r;
+  }
+
+  /// one_hot: on where the index equals the position along the new axis, off elsewhere.
+  value one_hot(const op_call& c, const std::vector<value>& args, const type& t) const {
+    value on = value::tensor(t.dt, {}), off = value::tensor(t.dt, {});
+    interp::convert(args[1], 0, on, 0, round_float32_);
+    interp::convert(args[2], 0, off, 0, round_float32_);
+    const auto a = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(args[0].shape.size()) + 1));
+    value r = value::tensor(t.dt, t.shape);
+    std::vector<std::int64_t> idx(t.shape.size(), 0);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) {
+      std::int64_t src = 0;  // the index's position: idx without axis a
+      for (std::size_t d = 0, s = 0; d < idx.size(); ++d)
+        if (d != a) src = src * args[0].shape[s++] + idx[d];
+      const bool hit = args[0].i[static_cast<std::size_t>(src)] == idx[a];
+      if (r.floating()) r.f[k] = hit ? on.f[0] : off.f[0];
+      else r.i[k] = hit ? on.i[0] : off.i[0];
+      for (std::size_t d = idx.size(); d-- > 0;) {
+        if (++idx[d] < t.shape[d]) break;
+        idx[d] = 0;
+      }
     }
     return r;
   }

@@ -600,6 +600,31 @@ inline type broadcast_to_like(const op_call& c) {
   return like;
 }
 
+/// full(fill_value, shape, dtype): a tensor of `shape` filled with the 0-d fill_value, cast to
+/// dtype (absent: the fill value's, as TVM's FullRel).
+inline type full(const op_call& c) {
+  const type& v = c.tensor(0);
+  if (!v.shape.empty()) c.fail("the fill value must be 0-d, not " + v.str());
+  return type::tensor(c.integers("shape"), c.dtype_attr("dtype").value_or(v.dt));
+}
+
+/// one_hot(indices, on_value, off_value, depth, axis, dtype): on_value where the index equals
+/// the position along the new axis of extent depth, off_value elsewhere (an index outside
+/// [0, depth) gives a row of off_value).
+inline type one_hot(const op_call& c) {
+  const type& i = c.tensor(0);
+  if (!i.dt.is_int() && !i.dt.is_uint()) c.fail("indices must be integers, not " + i.dt.name());
+  for (std::size_t k = 1; k < 3; ++k)
+    if (!c.tensor(k).shape.empty()) c.fail(std::string(k == 1 ? "on_value" : "off_value") + " must be 0-d, not " + c.tensor(k).str());
+  const std::int64_t depth = c.integer("depth");
+  if (depth < 0) c.fail("depth must not be negative");
+  const std::int64_t r = static_cast<std::int64_t>(i.shape.size());
+  const std::int64_t a = c.axis(c.integer("axis"), r + 1);
+  std::vector<std::int64_t> out = i.shape;
+  out.insert(out.begin() + a, depth);
+  return type::tensor(out, c.dtype_attr("dtype").value_or(c.tensor(1).dt));
+}
+
 inline type softmax(const op_call& c) {
   const type& x = float_unary(c);
   c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size()));
@@ -733,6 +758,8 @@ inline const std::vector<op_def>& op_table() {
                  {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}, {"unbiased", boolean(false)}}, infer::variance});
     t.push_back({"collapse_sum_like", P::comm_reduce, 2, 2, {}, infer::collapse_sum_like});
     t.push_back({"broadcast_to", P::broadcast, 1, 1, {{"dtype", string("")}}, infer::broadcast_to});
+    t.push_back({"full", P::elemwise, 1, 1, {{"dtype", string("")}}, infer::full});
+    t.push_back({"one_hot", P::out_ewise_fusable, 3, 3, {{"depth", integer(1)}, {"axis", integer(-1)}, {"dtype", string("")}}, infer::one_hot});
     t.push_back({"broadcast_to_like", P::broadcast, 2, 2, {}, infer::broadcast_to_like});
     t.push_back({"nn.softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
     t.push_back({"nn.log_softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});

@@ -9,6 +9,7 @@
 //   inline_lets(m)               let-bound variables read as their values (graph form)
 //   if_to_where(m)               if of a 0-d bool over tensor branches as where(c, a, b)
 //   flatten_results(m)           @main's nested tuple result as one flat tuple of tensors
+//   expand_one_hot(m)            one_hot as where(equal(expand_dims(i), positions), on, off)
 //   eliminate_common_subexpr(m)  identical op calls, tuples and projections merged
 //   fold_scale_axis(m)           per-channel scales around a dense/matmul moved into its constant weight
 //   combine_parallel_dense(m)    denses of one input merged into one dense, its result split
@@ -23,6 +24,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -428,8 +430,8 @@ inline void inline_calls(module& m) {
 /// TVM's SimplifyInference: `nn.batch_norm(x, gamma, beta, mean, var).0` becomes
 /// `x * scale + shift` with scale = 1 / sqrt(var + eps) * gamma and shift = -mean * scale + beta
 /// (both expanded along the channel axis), `nn.dropout(x).0` becomes x, and `nn.layer_norm`
-/// becomes (x - mean) / sqrt(variance + eps) * gamma + beta, the variance as the mean of the
-/// squared difference (docs/ops.md). Other projections of a batch_norm keep the call.
+/// becomes (x - mean) / sqrt(variance(x, mean) + eps) * gamma + beta, as TVM's
+/// LayerNormToInferUnpack writes it. Other projections of a batch_norm keep the call.
 /// Type-checks first (the rewrite needs the data's rank and dtype) and after.
 inline void simplify_inference(module& m) {
   using namespace pass_detail;
@@ -485,7 +487,7 @@ inline void simplify_inference(module& m) {
       };
       expr* mu = make_call(m, "mean", {data}, at, reduce_attrs());
       expr* diff = make_call(m, "subtract", {data, mu}, at);
-      expr* variance = make_call(m, "mean", {make_call(m, "multiply", {diff, diff}, at)}, at, reduce_attrs());
+      expr* variance = make_call(m, "variance", {data, mu}, at, reduce_attrs());
       expr* denom = make_call(m, "sqrt", {make_call(m, "add", {variance, make_scalar(m, t.dt, eps, at)}, at)}, at);
       expr* out = make_call(m, "divide", {diff, denom}, at);
       if (attr_or_default(*e, "scale")->number() != 0) out = make_call(m, "multiply", {out, expand_to_axis(m, gamma, ndim, axis, at)}, at);
@@ -511,27 +513,42 @@ inline void fold_constant(module& m) {
   static const std::unordered_set<std::string> kept = {"nn.dropout", "on_device", "device_copy", "annotation.stop_fusion"};
   // The walk does not enter Primitive functions: their bodies are kernels as written.
   std::vector<expr*> order = post_order(def_roots(m), [](expr* e) { return !(e->kind == expr_kind::function && has_flag(*e, "Primitive")); });
-  std::unordered_set<expr*> foldable;
+  // A folded value never holds more elements than the largest constant it is computed from
+  // (or than small_fold): an expanding op (broadcast_to, full, one_hot of a constant) is a view
+  // or a loop in the fused code, while folding it would write the expanded tensor into the
+  // program (and `full(0f, shape=[1000000, 1000])` would take gigabytes to fold).
+  constexpr std::int64_t small_fold = 4096;
+  const auto elements = [](const type& t) {
+    std::int64_t n = 1;
+    for (std::int64_t d : t.shape) n = d < 0 ? std::numeric_limits<std::int64_t>::max() : n * d;
+    return t.is_tensor() ? n : 0;
+  };
+  std::unordered_map<expr*, std::int64_t> source;  // foldable node -> elements of its largest constant
   for (expr* e : order) {
     bool ok = false;
+    std::int64_t largest = small_fold;
     switch (e->kind) {
-      case expr_kind::constant: ok = e->data != nullptr; break;
+      case expr_kind::constant: ok = e->data != nullptr, largest = std::max(largest, e->data ? e->data->elements() : 0); break;
       case expr_kind::tuple:
         ok = true;
-        for (expr* a : e->args) ok = ok && foldable.count(a);
+        for (expr* a : e->args) ok = ok && source.count(a);
         break;
-      case expr_kind::tuple_get: ok = foldable.count(e->args[0]) > 0; break;
+      case expr_kind::tuple_get: ok = source.count(e->args[0]) > 0; break;
       case expr_kind::call:
         ok = e->callee->kind == expr_kind::op && !kept.count(e->callee->name) && find_op(e->callee->name);
-        for (expr* a : e->args) ok = ok && foldable.count(a);
+        for (expr* a : e->args) ok = ok && source.count(a);
         break;
       default: break;
     }
-    if (ok) foldable.insert(e);
+    if (!ok) continue;
+    for (expr* a : e->args) largest = std::max(largest, source[a]);
+    if (e->kind == expr_kind::call && elements(e->checked) > largest) continue;
+    source[e] = largest;
   }
+  const auto foldable = [&](expr* e) { return source.count(e) > 0; };
   // Replaced: foldable tensors that are not constants already. Roots: those with a user that
   // is not replaced itself (the rest only feed roots and die with them).
-  auto replaced = [&](expr* e) { return foldable.count(e) && e->kind != expr_kind::constant && e->checked.is_tensor(); };
+  auto replaced = [&](expr* e) { return foldable(e) && e->kind != expr_kind::constant && e->checked.is_tensor(); };
   std::vector<expr*> roots;
   std::unordered_set<expr*> is_root;
   for (expr* p : order) {
@@ -655,6 +672,43 @@ inline void flatten_results(module& m, const std::string& fn = "main") {
   t->args = std::move(leaves);
   d->fn->body = t;
   d->fn->ret = type{};  // the declared result type was the nested one
+  typecheck(m);
+}
+
+/// one_hot(i, on, off, depth, axis, dtype) as the ops fuse fuses: where(equal(expand_dims(i,
+/// axis), positions), cast(on), cast(off)), positions a constant 0..depth-1 laid along the new
+/// axis. An index outside [0, depth) matches no position: a row of off, as TVM's one_hot.
+inline void expand_one_hot(module& m) {
+  using namespace pass_detail;
+  if (!was_typechecked(m)) typecheck(m);
+  std::unordered_map<expr*, expr*> map;
+  for (expr* e : post_order(def_roots(m))) {
+    if (!is_op_call(e, "one_hot") || !e->checked.is_tensor()) continue;
+    const type& t = e->checked;
+    const dtype idx = e->args[0]->checked.dt;
+    const std::int64_t rank = static_cast<std::int64_t>(t.shape.size());
+    auto axis = static_cast<std::int64_t>(attr_or_default(*e, "axis")->number());
+    if (axis < 0) axis += rank;
+    const std::int64_t depth = t.shape[static_cast<std::size_t>(axis)];
+    constant_data positions;
+    positions.dt = idx;
+    positions.shape.assign(static_cast<std::size_t>(rank - axis), 1);
+    positions.shape[0] = depth;
+    positions.bytes.resize(static_cast<std::size_t>(depth) * idx.bytes());
+    for (std::int64_t k = 0; k < depth; ++k) positions.set_integer(static_cast<std::size_t>(k), k);
+    relay::attrs at;
+    at.items.emplace_back("axis", attr::integer(axis));
+    expr* hit = make_call(m, "equal", {make_call(m, "expand_dims", {e->args[0]}, e->at, std::move(at)), make_constant(m, std::move(positions), e->at)}, e->at);
+    auto as_t = [&](expr* v) {
+      if (v->checked.dt == t.dt) return v;
+      relay::attrs c;
+      c.items.emplace_back("dtype", attr::string(t.dt.name()));
+      return make_call(m, "cast", {v}, e->at, std::move(c));
+    };
+    map[e] = make_call(m, "where", {hit, as_t(e->args[1]), as_t(e->args[2])}, e->at);
+  }
+  if (map.empty()) return;
+  substitute(m, map);
   typecheck(m);
 }
 

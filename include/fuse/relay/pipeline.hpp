@@ -2,8 +2,9 @@
 // tests and the fuzz target:
 //
 //   load_model(path, options)    parse, bind the weights (--params), type-check, legalize qnn
-//   prepare_for_planning(m)      what TVM's relay.build runs before FuseOps, in fuse's forms
-//   tvm_kernel_count(m)          TVM v0.19 FuseOps' count on the program as TVM plans it
+//   relay_build_prefix(m)        the passes TVM's relay.build runs before FuseOps (TVM's count after it)
+//   prepare_for_planning(m)      what the planner needs: the prefix, inlining, graph form, CombineParallelDense
+//   tvm_kernel_count(m)          TVM v0.19 FuseOps' count
 //
 // Weights: TVM frontends leave a model's weights as @main's parameters and give a dict that
 // users save with save_param_dict or as .npz (fuse/relay/params.hpp). `bind_params` turns the
@@ -126,29 +127,38 @@ inline module load_model(const std::string& path, const load_options& options = 
   return m;
 }
 
-/// What the planner needs and what TVM's relay.build runs before FuseOps, in fuse's forms: one
-/// function of op calls (closures, global calls and lets inlined, an `if` over tensors as a
-/// where, the result a flat tuple of tensors), batch_norm and dropout simplified,
-/// common subexpressions merged, constant subgraphs folded (all-scalar ops, bound weights
-/// transposed or scaled), per-channel scales folded into constant dense weights
-/// (FoldScaleAxis), sibling denses of one input combined (CombineParallelDense, fuse's split
-/// form), dead code removed.
-inline void prepare_for_planning(module& m) {
+/// What TVM's relay.build runs before FuseOps (opt_level 3, src/relay/backend/utils.cc
+/// GetPassPrefix) that changes the graph FuseOps sees and that fuse has: RemoveUnusedFunctions,
+/// SimplifyInference (batch_norm, dropout and layer_norm unpacked), EliminateCommonSubexpr,
+/// FoldConstant, FoldScaleAxis. (qnn legalization runs in load_model; CombineParallel* and
+/// FastMath need opt_level 4.) TVM's count is taken after it.
+inline void relay_build_prefix(module& m) {
   remove_unused_functions(m);
-  inline_calls(m);
-  inline_lets(m);
-  if_to_where(m);
-  flatten_results(m);
   simplify_inference(m);
   eliminate_common_subexpr(m);
   fold_constant(m);
   fold_scale_axis(m);
-  combine_parallel_dense(m);
+}
+
+/// What the planner needs, after relay_build_prefix: one function of op calls (closures, global
+/// calls and lets inlined, an `if` over tensors as a where, the result a flat tuple of tensors,
+/// one_hot in fused form), the prefix again over what inlining exposed, then sibling denses of
+/// one input combined (CombineParallelDense, fuse's split form; not with `combine = false`, as
+/// `--planner tvm` plans TVM's opt_level 3 graph) and dead code removed.
+inline void prepare_for_planning(module& m, bool combine = true) {
+  relay_build_prefix(m);
+  inline_calls(m);
+  inline_lets(m);
+  if_to_where(m);
+  flatten_results(m);
+  expand_one_hot(m);
+  relay_build_prefix(m);
+  if (combine) combine_parallel_dense(m);
   eliminate_dead_code(m);
 }
 
-/// TVM v0.19 FuseOps' kernel count for the program as relay.build gives it to FuseOps
-/// (qnn ops legalized, common subexpressions merged), or "n/a: why".
+/// TVM v0.19 FuseOps' kernel count on m, or "n/a: why". Run relay_build_prefix first to count
+/// the program as relay.build gives it to FuseOps.
 inline std::string tvm_kernel_count(const module& m) {
   try {
     return std::to_string(tvm_fuse_ops(m).kernels());
