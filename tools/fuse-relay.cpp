@@ -219,6 +219,8 @@ int compile(const arguments& args) {
   }
   if (!args.get("--report").empty()) {
     for (std::size_t k = 0; k < p.kernels.size(); ++k) std::printf("kernel %zu: %s\n", k, ops_of(p.kernels[k]).c_str());
+    std::printf("intermediates: %.1f MB in one arena (%.1f MB unshared); weights file: %zu entries\n", e.arena_bytes / 1e6,
+                e.intermediate_bytes / 1e6, e.weights.size());
     std::printf("kernels: %zu (tvm: %s)\n", e.kernels, tvm.c_str());
   }
   return 0;

@@ -18,17 +18,14 @@
 #include <fuse/relay/typecheck.hpp>
 
 #include "relay/seed_programs.hpp"
+#include "relay/programs.hpp"
 #include "support/random.hpp"
 
 using namespace fuse::relay;
 
 namespace {
 
-module checked(const std::string& text) {
-  module m = parse("test.relay", text);
-  typecheck(m);
-  return m;
-}
+using fuse::test::checked;
 
 value random_tensor(const char* dt, std::vector<std::int64_t> shape, std::uint64_t salt, double lo = -1, double hi = 1) {
   auto gen = fuse::test::rng(salt);

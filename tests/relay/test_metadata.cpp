@@ -13,6 +13,7 @@
 
 #include <fuse/relay/metadata.hpp>
 
+#include "relay/programs.hpp"
 #include "support/random.hpp"
 
 using namespace fuse::relay;
@@ -21,14 +22,7 @@ namespace {
 
 using bytes_t = std::vector<unsigned char>;
 
-constant_data random_constant(dtype dt, std::vector<std::int64_t> shape, std::mt19937_64& g) {
-  constant_data c;
-  c.dt = dt;
-  c.shape = std::move(shape);
-  c.bytes.resize(static_cast<std::size_t>(c.elements()) * dt.bytes());
-  for (auto& b : c.bytes) b = static_cast<unsigned char>(dt.is_bool() ? g() & 1 : g());
-  return c;
-}
+using fuse::test::random_constant;
 
 std::string replaced(std::string s, const std::string& from, const std::string& to) {
   const std::size_t at = s.find(from);

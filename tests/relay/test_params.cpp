@@ -14,6 +14,7 @@
 
 #include <fuse/relay/params.hpp>
 
+#include "relay/programs.hpp"
 #include "support/random.hpp"
 
 using namespace fuse::relay;
@@ -81,14 +82,8 @@ bytes_t read_bytes(const std::string& path) {
   return bytes_t(s.begin(), s.end());
 }
 
-constant_data make(dtype dt, std::vector<std::int64_t> shape, std::mt19937_64& g) {
-  constant_data c;
-  c.dt = dt;
-  c.shape = std::move(shape);
-  c.bytes.resize(static_cast<std::size_t>(c.elements()) * dt.bytes());
-  for (auto& b : c.bytes) b = static_cast<unsigned char>(dt.is_bool() ? g() & 1 : g());
-  return c;
-}
+/// Random bytes of any dtype.
+constant_data make(dtype dt, std::vector<std::int64_t> shape, std::mt19937_64& g) { return fuse::test::random_constant(dt, std::move(shape), g); }
 
 template <class T>
 constant_data of(dtype dt, std::vector<std::int64_t> shape, const std::vector<T>& values) {

@@ -24,6 +24,7 @@
 #include <fuse/relay/typecheck.hpp>
 
 #include "relay/model_check.hpp"
+#include "relay/programs.hpp"
 #include "relay/tool.hpp"
 #include "support/random.hpp"
 
@@ -31,11 +32,7 @@ using namespace fuse::relay;
 
 namespace {
 
-module checked(const std::string& text) {
-  module m = parse("test.relay", text);
-  typecheck(m);
-  return m;
-}
+using fuse::test::checked;
 
 /// A float32 tensor of uniform values in [-1, 1).
 value random_floats(std::vector<std::int64_t> shape, std::uint64_t salt) {
@@ -163,6 +160,9 @@ TEST_CASE("a chain where each value is read twice compiles to a header linear in
     CHECK(evaluated <= static_cast<std::size_t>(3 * n));
     CHECK(e.header.size() < static_cast<std::size_t>(400 * n + 4000));
     if (n == 14) continue;
+    // The stored values live a few kernels each: they share a few slots of one arena.
+    CHECK(e.intermediate_bytes > 500 * 64);
+    CHECK(e.arena_bytes <= 8 * 64);
     const auto start = std::chrono::steady_clock::now();
     const fuse::relay::check_report r = fuse::test::check_compiled(m, "chain1555");
     MESSAGE("1555 adds: " << r.kernels << " kernels, header " << e.header.size() << " bytes, check in "
@@ -232,18 +232,17 @@ TEST_CASE("float literals beyond their dtype's range and repeated attribute keys
 // ---- 6. dequantized floats after a rounding --------------------------------------------------------
 
 TEST_CASE("check: outputs that depend on a float rounding are compared with the float32-rounded reference") {
+  // A qnn linear layer: quantize, int8 dense, dequantize; the float result reads the rounding.
   const std::string text = R"(
 def @main(%x: Tensor[(6, 20), float32], %w: Tensor[(11, 20), int8]) {
-  %0 = multiply(%x, 60f);
-  %1 = round(%0);
-  %2 = clip(%1, a_min=-128f, a_max=127f);
-  %3 = cast(%2, dtype="int8");
-  %4 = nn.dense(%3, %w, units=None, out_dtype="int32");
-  %5 = cast(%4, dtype="float32");
-  %6 = multiply(%5, 0.01f);
-  (%6, %x)
+  %0 = qnn.quantize(%x, 0.02f, 3, out_dtype="int8");
+  %1 = qnn.dense(%0, %w, 3, 0, 0.02f, 0.05f, units=11, out_dtype="int32");
+  %2 = qnn.dequantize(%1, 0.001f, 0);
+  (%2, %x)
 })";
   module m = checked(text);
+  legalize_qnn(m);
+  prepare_for_planning(m);
   const plan p = make_plan(m);
   const std::vector<bool> after = check_detail::results_after_rounding(p);
   REQUIRE(after.size() == 2);
@@ -478,7 +477,10 @@ TEST_CASE("fixed_point_multiply on int64 (relay.quantize's realize): TVM's q_mul
   CHECK(r.dt == dtype::int64());
   for (std::size_t k = 0; k < 9; ++k) {
     const std::int64_t t = 31 - shift;
-    const std::int64_t y = (x.i[k] * multiplier + (std::int64_t{1} << (t - 1))) >> t;
+    // In int64 with wraparound, as the TIR computes it (17179869184 * M wraps).
+    const auto p = static_cast<std::int64_t>(static_cast<std::uint64_t>(x.i[k]) * static_cast<std::uint64_t>(multiplier) +
+                                             (std::uint64_t{1} << (t - 1)));
+    const std::int64_t y = p >> t;
     CHECK(r.i[k] == static_cast<std::int64_t>(static_cast<std::int32_t>(static_cast<std::uint32_t>(y))));
   }
   fuse::test::check_compiled(m, "fixed_point_multiply_int64");

@@ -2,7 +2,8 @@
 //
 //   namespace NS {
 //   struct model {
-//     model();                                     // constants filled (and weights packed) once
+//     model();                                     // constants filled (and weights packed) once;
+//                                                  // model(weights_path) when some are in a file
 //     void operator()(inputs..., outputs...);      // one fuse::eval per kernel of the plan
 //   };
 //   }
@@ -10,7 +11,10 @@
 // Inputs are `fuse::tensor_view<const T, R>` in parameter order (then the constants whose
 // bytes the text did not carry: `print(mod)` drops the metadata section), outputs are
 // `fuse::tensor_view<T, R>`, one per result tensor. Each kernel is one `fuse::eval` with a
-// comment listing the Relay ops it covers. The header includes only <fuse/fuse.hpp>.
+// comment listing the Relay ops it covers. Constants up to emit_options::inline_limit bytes
+// are literals; larger ones go to the weights file (emitted::weights, fuse/core/weights_file.hpp)
+// that the constructor reads. The stored intermediates are views into one arena, values whose
+// lifetimes do not overlap sharing bytes. The header includes only fuse's headers.
 #pragma once
 
 #include <cmath>
@@ -55,6 +59,9 @@ struct emitted {
   };
   std::vector<port> inputs, outputs;
   std::size_t kernels = 0;
+  /// Bytes of the arena the intermediates share (values whose lifetimes do not overlap share
+  /// memory), and what they would take each in its own tensor.
+  std::size_t arena_bytes = 0, intermediate_bytes = 0;
 };
 
 namespace emit_detail {
@@ -276,20 +283,10 @@ class emitter {
         if (d < 0) throw m_.error_at(p_.results[r]->at, "result " + std::to_string(r) + " has a dynamic extent: " + t.str());
       out.outputs.push_back({"out" + std::to_string(r), "result " + std::to_string(r), t});
     }
-    // Intermediates: members, allocated once.
-    std::size_t tcount = 0;
-    for (const kernel& k : p_.kernels)
-      for (const expr* o : k.outputs) {
-        const std::size_t r = result_index(o);
-        if (r != npos) {
-          names_[o] = "out" + std::to_string(r);
-          continue;
-        }
-        const std::string n = "t" + std::to_string(tcount++);
-        names_[o] = n;
-        members_ << "  " << tensor_type(o->checked) << " " << n << ";  // intermediate " << o->checked.str() << "\n";
-        inits_ << (inits_.str().empty() ? "      " : ",\n      ") << n << "(" << (o->checked.shape.empty() ? "" : int_list(o->checked.shape)) << ")";
-      }
+    // Intermediates: views into one arena allocated when the model is constructed; values
+    // whose lifetimes (from the kernel that writes one to the last kernel that reads it) do not
+    // overlap share bytes. BERT-base's 180 stored values took 3 GB as separate tensors.
+    place_intermediates(out);
     // Shapes of the inputs are checked at every call: a wrong view is a shape_error, not a
     // silent misread.
     for (const auto& i : out.inputs)
@@ -300,6 +297,66 @@ class emitter {
       check_ << "  if (" << o.name << ".shape().array() != fuse::index_array<" << o.t.shape.size() << ">" << int_list(o.t.shape)
              << ") fuse::throw_shape_error(\"" << ns_ << "::model: output " << o.name << " must have shape " << int_list(o.t.shape)
              << ", not \", " << o.name << ".shape().array());\n";
+  }
+
+  /// Names and places every stored value that is not a result (see name_ports): a first-fit
+  /// of 64-byte-aligned offsets over the values live at once, in the order kernels write them.
+  void place_intermediates(emitted& out) {
+    struct value_slot {
+      const expr* node;
+      std::size_t first, last, bytes, offset = 0;
+    };
+    std::vector<value_slot> slots;
+    std::unordered_map<const expr*, std::size_t> slot_of;
+    for (std::size_t k = 0; k < p_.kernels.size(); ++k)
+      for (const expr* o : p_.kernels[k].outputs) {
+        if (const std::size_t r = result_index(o); r != npos) {
+          names_[o] = "out" + std::to_string(r);
+          continue;
+        }
+        std::size_t n = 1;
+        for (std::int64_t d : o->checked.shape) n *= static_cast<std::size_t>(d);
+        slot_of[o] = slots.size();
+        slots.push_back({o, k, k, std::max<std::size_t>(n * o->checked.dt.bytes(), 1)});
+      }
+    // Last reads: the arguments of each kernel's ops, through the tuples they read.
+    for (std::size_t k = 0; k < p_.kernels.size(); ++k) {
+      const auto read = [&](const auto& self, const expr* a) -> void {
+        if (auto it = slot_of.find(a); it != slot_of.end()) slots[it->second].last = std::max(slots[it->second].last, k);
+        else if (a->kind == expr_kind::tuple || a->kind == expr_kind::tuple_get)
+          for (const expr* f : a->args) self(self, f);
+      };
+      for (const expr* op : p_.kernels[k].ops)
+        for (const expr* a : op->args) read(read, a);
+    }
+    std::size_t arena = 0;
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      std::vector<std::pair<std::size_t, std::size_t>> busy;  // [offset, end) of values live with slot i
+      for (std::size_t j = 0; j < i; ++j)
+        if (slots[j].last >= slots[i].first) busy.emplace_back(slots[j].offset, slots[j].offset + slots[j].bytes);
+      std::sort(busy.begin(), busy.end());
+      std::size_t at = 0;
+      for (const auto& [b, e] : busy) {
+        if (b >= at + slots[i].bytes) break;
+        at = std::max(at, (e + 63) / 64 * 64);
+      }
+      slots[i].offset = at;
+      arena = std::max(arena, at + slots[i].bytes);
+      out.intermediate_bytes += slots[i].bytes;
+    }
+    out.arena_bytes = arena;
+    if (slots.empty()) return;
+    members_ << "  fuse::tensor<std::uint8_t, 1> arena_;  // " << arena << " bytes: the intermediates below\n";
+    inits_ << (inits_.str().empty() ? "      " : ",\n      ") << "arena_({" << arena << "})";
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const type& t = slots[i].node->checked;
+      const std::string n = "t" + std::to_string(i), ct = cxx_type(m_, *slots[i].node, t.dt), r = std::to_string(t.shape.size());
+      names_[slots[i].node] = n;
+      members_ << "  fuse::tensor_view<" << ct << ", " << r << "> " << n << ";  // intermediate " << t.str() << ", arena bytes "
+               << slots[i].offset << "-" << slots[i].offset + slots[i].bytes << ", kernels " << slots[i].first << "-" << slots[i].last << "\n";
+      ctor_ << "  " << n << " = fuse::tensor_view<" << ct << ", " << r << ">(reinterpret_cast<" << ct << "*>(arena_.data() + "
+            << slots[i].offset << "), fuse::dynamic_shape<" << r << ">(fuse::index_array<" << r << ">" << int_list(t.shape) << "));\n";
+    }
   }
 
   static constexpr std::size_t npos = static_cast<std::size_t>(-1);
