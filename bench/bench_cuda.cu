@@ -1,0 +1,241 @@
+// The GPU's anchors and the shared evaluators' scalar form on it, before the CUDA executor
+// exists (issue 14): what a fused elementwise kernel must reach and what launches cost.
+//   copy_d2d           cudaMemcpyAsync device to device: the bandwidth ceiling (bytes read + written)
+//   copy_kernel        a plain float4 copy kernel: what one of our kernels can reach
+//   seed_tree_naive    the seed's gates tree (split, sigmoid/tanh/exp, broadcast bias, half cast)
+//                      through bind()'s scalar evaluators, one thread per element, 64-bit index
+//                      division: the starting point the executor must improve on
+//   launch_empty       1000 empty kernels per iteration (stream-ordered, no sync per launch)
+//   graph_node_empty   the same 1000 launches captured once in a CUDA graph and replayed
+// Every time is measured with CUDA events around the region (manual time); each benchmark also
+// reports its fraction of copy_d2d's bandwidth (`of_copy_bw`, printed as a rate: read 0.93/s as
+// 0.93) where it moves bytes, and the launch benchmarks the time of one launch (`per_launch`).
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include <fuse/bind/bind.hpp>
+#include <fuse/core/half.hpp>
+#include <fuse/expr/elementwise.hpp>
+#include <fuse/expr/ops.hpp>
+#include <fuse/expr/views.hpp>
+#include <fuse/math/math.hpp>
+
+namespace {
+
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s (%s)\n", what, cudaGetErrorName(e), cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+#define CUDA_CHECK(call) cuda_check((call), #call)
+
+struct events {
+  cudaEvent_t start{}, stop{};
+  events() {
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~events() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  double seconds() {
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return ms * 1e-3;
+  }
+};
+
+cudaStream_t stream() {
+  static cudaStream_t s = [] {
+    cudaStream_t t;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
+    return t;
+  }();
+  return s;
+}
+
+/// The seed tree's rows x cols and the copy's bytes: several times the 50-60 MB L2.
+constexpr fuse::index_t rows = 16384, cols = 1024;
+constexpr std::size_t copy_bytes = std::size_t{512} << 20;
+
+double copy_bandwidth = 0;  // bytes/s of copy_d2d, set by it (it runs first)
+
+void report_bandwidth(benchmark::State& state, double bytes_per_iteration) {
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes_per_iteration * static_cast<double>(state.iterations())));
+  if (copy_bandwidth > 0) {
+    state.counters["of_copy_bw"] =
+        benchmark::Counter(bytes_per_iteration * static_cast<double>(state.iterations()) / copy_bandwidth,
+                           benchmark::Counter::kIsRate);
+  }
+}
+
+void copy_d2d(benchmark::State& state) {
+  void *a, *b;
+  CUDA_CHECK(cudaMalloc(&a, copy_bytes));
+  CUDA_CHECK(cudaMalloc(&b, copy_bytes));
+  CUDA_CHECK(cudaMemset(a, 1, copy_bytes));
+  events ev;
+  double total = 0;
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    CUDA_CHECK(cudaMemcpyAsync(b, a, copy_bytes, cudaMemcpyDeviceToDevice, stream()));
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    const double s = ev.seconds();
+    total += s;
+    state.SetIterationTime(s);
+  }
+  copy_bandwidth = 2.0 * copy_bytes * static_cast<double>(state.iterations()) / total;
+  report_bandwidth(state, 2.0 * copy_bytes);
+  CUDA_CHECK(cudaFree(a));
+  CUDA_CHECK(cudaFree(b));
+}
+
+__global__ void copy_float4(const float4* __restrict__ in, float4* __restrict__ out, std::size_t n) {
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = in[i];
+}
+
+void copy_kernel(benchmark::State& state) {
+  float4 *a, *b;
+  const std::size_t n = copy_bytes / sizeof(float4);
+  CUDA_CHECK(cudaMalloc(&a, copy_bytes));
+  CUDA_CHECK(cudaMalloc(&b, copy_bytes));
+  CUDA_CHECK(cudaMemset(a, 1, copy_bytes));
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  events ev;
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    copy_float4<<<static_cast<unsigned>(sms * 8), 256, 0, stream()>>>(a, b, n);
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    state.SetIterationTime(ev.seconds());
+  }
+  CUDA_CHECK(cudaGetLastError());
+  report_bandwidth(state, 2.0 * copy_bytes);
+  CUDA_CHECK(cudaFree(a));
+  CUDA_CHECK(cudaFree(b));
+}
+
+template <class Ev>
+__global__ void eval_kernel(Ev ev, float* out, fuse::index_t rows, fuse::index_t cols) {
+  const fuse::index_t i = blockIdx.x * static_cast<fuse::index_t>(blockDim.x) + threadIdx.x;
+  if (i >= rows * cols) return;
+  fuse::index_t x[2] = {i / cols, i % cols};
+  out[i] = ev.at(x);
+}
+
+struct no_materialize {
+  template <class N>
+  int materialize(const N&) {
+    return 0;
+  }
+};
+
+void seed_tree_naive(benchmark::State& state) {
+  float *x, *bias, *out;
+  CUDA_CHECK(cudaMalloc(&x, sizeof(float) * rows * 3 * cols));
+  CUDA_CHECK(cudaMalloc(&bias, sizeof(float) * cols));
+  CUDA_CHECK(cudaMalloc(&out, sizeof(float) * rows * cols));
+  {
+    std::vector<float> h(static_cast<std::size_t>(rows * 3 * cols));
+    for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>((i * 2654435761u) % 1000) * 0.004f - 2.0f;
+    CUDA_CHECK(cudaMemcpy(x, h.data(), sizeof(float) * h.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(bias, h.data(), sizeof(float) * cols, cudaMemcpyHostToDevice));
+  }
+  auto xv = fuse::view(static_cast<const float*>(x), {rows, 3 * cols});
+  auto bv = fuse::view(static_cast<const float*>(bias), {cols});
+  auto s = fuse::split<3>(xv, 1);
+  auto e = fuse::cast<float>(fuse::cast<fuse::half>(fuse::sigmoid(s[0]) + fuse::tanh(s[1]) * fuse::exp(s[2]) + bv));
+  no_materialize ctx;
+  auto bound = fuse::bind::bind<fuse::accurate_math_t>(
+      e, fuse::bind::affine_map<2, 2>::broadcast(e.shape().array(), fuse::index_array<2>{{rows, cols}}), ctx);
+  events ev;
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256, 0, stream()>>>(bound, out, rows, cols);
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    state.SetIterationTime(ev.seconds());
+  }
+  CUDA_CHECK(cudaGetLastError());
+  report_bandwidth(state, sizeof(float) * (4.0 * rows * cols + cols));
+  CUDA_CHECK(cudaFree(x));
+  CUDA_CHECK(cudaFree(bias));
+  CUDA_CHECK(cudaFree(out));
+}
+
+__global__ void empty_kernel() {}
+
+/// Launches per iteration: an iteration's (manual) time is theirs together, and the counter
+/// `per_launch` is the time of one (seconds; Google Benchmark prints it with a unit prefix).
+constexpr int launches = 1000;
+
+void report_per_launch(benchmark::State& state) {
+  state.counters["per_launch"] = benchmark::Counter(static_cast<double>(launches) * static_cast<double>(state.iterations()),
+                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void launch_empty(benchmark::State& state) {
+  events ev;
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    for (int i = 0; i < launches; ++i) empty_kernel<<<1, 32, 0, stream()>>>();
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    state.SetIterationTime(ev.seconds());
+  }
+  CUDA_CHECK(cudaGetLastError());
+  report_per_launch(state);
+}
+
+void graph_node_empty(benchmark::State& state) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < launches; ++i) empty_kernel<<<1, 32, 0, stream()>>>();
+  CUDA_CHECK(cudaStreamEndCapture(stream(), &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  CUDA_CHECK(cudaGraphLaunch(exec, stream()));
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  events ev;
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    CUDA_CHECK(cudaGraphLaunch(exec, stream()));
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    state.SetIterationTime(ev.seconds());
+  }
+  report_per_launch(state);
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+}  // namespace
+
+// copy_d2d first: the others report their fraction of its bandwidth.
+BENCHMARK(copy_d2d)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(copy_kernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(seed_tree_naive)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(launch_empty)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(graph_node_empty)->UseManualTime()->Unit(benchmark::kMicrosecond);
+
+int main(int argc, char** argv) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::fprintf(stderr, "bench_cuda: no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp p{};
+  CUDA_CHECK(cudaGetDeviceProperties(&p, 0));
+  benchmark::AddCustomContext("cuda_device", p.name);
+  benchmark::AddCustomContext("cuda_sms", std::to_string(p.multiProcessorCount));
+  benchmark::AddCustomContext("cuda_l2_bytes", std::to_string(p.l2CacheSize));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
