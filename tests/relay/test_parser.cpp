@@ -21,6 +21,7 @@
 #include <fuse/relay/printer.hpp>
 #include <fuse/relay/typecheck.hpp>
 
+#include "relay/programs.hpp"
 #include "relay/seed_programs.hpp"
 #include "support/random.hpp"
 
@@ -567,7 +568,7 @@ TEST_CASE("parser: nesting is bounded, long chains are not") {
     for (int i = 0; i < n; ++i) s += close;
     return s;
   };
-  for (int n : {100000, 600}) {
+  for (int n : {fuse::test::long_chain, 600}) {
     CAPTURE(n);
     CHECK(parse_error("def @main(%x) { " + nested(n, "(", "%x", ")") + " }").message() == "nesting deeper than 500 levels");
     CHECK(parse_error("def @main(%x) { " + nested(n, "f(", "%x", ")") + " }").message() == "nesting deeper than 500 levels");
@@ -581,10 +582,10 @@ TEST_CASE("parser: nesting is bounded, long chains are not") {
   const module ok = parse("a", "def @main(%x) { " + nested(120, "f(", "%x", ")") + " }");
   CHECK(main_body(ok)->callee->name == "f");
   // Comments nest to any depth without recursion.
-  CHECK(parse("a", nested(100000, "/*", "", "*/") + "def @main() { 1 }").defs.size() == 1);
+  CHECK(parse("a", nested(fuse::test::long_chain, "/*", "", "*/") + "def @main() { 1 }").defs.size() == 1);
 
-  // 100k bindings, 100k lets, a 100k-term sum: constant stack depth.
-  const int n = 100000;
+  // Long chains of bindings, lets and a sum (100k terms; 50k under ASan): constant stack depth.
+  const int n = fuse::test::long_chain;
   std::string chain = "def @main(%x) {\n  %0 = add(%x, %x);\n";
   for (int i = 1; i < n; ++i) chain += "  %" + std::to_string(i) + " = add(%" + std::to_string(i - 1) + ", %x);\n";
   chain += "  %" + std::to_string(n - 1) + "\n}\n";
