@@ -24,6 +24,8 @@
 #include <fuse/expr/views.hpp>
 #include <fuse/math/math.hpp>
 
+#include "cuda/naive_eval.cuh"
+
 namespace {
 
 void cuda_check(cudaError_t e, const char* what) {
@@ -123,21 +125,6 @@ void copy_kernel(benchmark::State& state) {
   CUDA_CHECK(cudaFree(b));
 }
 
-template <class Ev>
-__global__ void eval_kernel(Ev ev, float* out, fuse::index_t rows, fuse::index_t cols) {
-  const fuse::index_t i = blockIdx.x * static_cast<fuse::index_t>(blockDim.x) + threadIdx.x;
-  if (i >= rows * cols) return;
-  fuse::index_t x[2] = {i / cols, i % cols};
-  out[i] = ev.at(x);
-}
-
-struct no_materialize {
-  template <class N>
-  int materialize(const N&) {
-    return 0;
-  }
-};
-
 void seed_tree_naive(benchmark::State& state) {
   float *x, *bias, *out;
   CUDA_CHECK(cudaMalloc(&x, sizeof(float) * rows * 3 * cols));
@@ -153,13 +140,11 @@ void seed_tree_naive(benchmark::State& state) {
   auto bv = fuse::view(static_cast<const float*>(bias), {cols});
   auto s = fuse::split<3>(xv, 1);
   auto e = fuse::cast<float>(fuse::cast<fuse::half>(fuse::sigmoid(s[0]) + fuse::tanh(s[1]) * fuse::exp(s[2]) + bv));
-  no_materialize ctx;
-  auto bound = fuse::bind::bind<fuse::accurate_math_t>(
-      e, fuse::bind::affine_map<2, 2>::broadcast(e.shape().array(), fuse::index_array<2>{{rows, cols}}), ctx);
+  auto bound = fuse::test::cuda::bind_2d(e, rows, cols);
   events ev;
   for (auto _ : state) {
     CUDA_CHECK(cudaEventRecord(ev.start, stream()));
-    eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256, 0, stream()>>>(bound, out, rows, cols);
+    fuse::test::cuda::naive_eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256, 0, stream()>>>(bound, out, rows, cols);
     CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
     state.SetIterationTime(ev.seconds());
   }

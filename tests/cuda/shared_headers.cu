@@ -9,16 +9,9 @@
 #include <fuse/expr/views.hpp>
 #include <fuse/math/math.hpp>
 
-namespace {
+#include "cuda/naive_eval.cuh"
 
-/// One thread per element: the scalar form of every evaluator, as the CUDA executor will run it.
-template <class Ev>
-__global__ void eval_kernel(Ev ev, float* out, fuse::index_t rows, fuse::index_t cols) {
-  const fuse::index_t i = blockIdx.x * static_cast<fuse::index_t>(blockDim.x) + threadIdx.x;
-  if (i >= rows * cols) return;
-  fuse::index_t x[2] = {i / cols, i % cols};
-  out[i] = ev.at(x);
-}
+namespace {
 
 /// Every op of the table on one lane, both math modes.
 __global__ void ops_kernel(float* p, fuse::half* h) {
@@ -34,14 +27,6 @@ __global__ void ops_kernel(float* p, fuse::half* h) {
   p[threadIdx.x] = r + static_cast<float>(fuse::convert_value<std::int8_t, float>(r));
 }
 
-/// bind()'s context; this tree has no node that needs materialising.
-struct no_materialize {
-  template <class N>
-  int materialize(const N&) {
-    return 0;
-  }
-};
-
 }  // namespace
 
 /// Host side: builds a tree like the seed's (split of a strided input, gates, a broadcast bias,
@@ -51,10 +36,7 @@ void fuse_cuda_headers_check(const float* dev_x, const float* dev_bias, float* d
   auto bias = fuse::view(dev_bias, {cols});
   auto s = fuse::split<3>(x, 1);
   auto e = fuse::cast<float>(fuse::cast<fuse::half>(fuse::sigmoid(s[0]) + fuse::tanh(s[1]) * fuse::exp(s[2]) + bias));
-  no_materialize ctx;
-  const fuse::index_t ext[2] = {rows, cols};
-  auto ev = fuse::bind::bind<fuse::accurate_math_t>(
-      e, fuse::bind::affine_map<2, 2>::broadcast(e.shape().array(), fuse::index_array<2>{{ext[0], ext[1]}}), ctx);
-  eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256>>>(ev, dev_out, rows, cols);
+  auto ev = fuse::test::cuda::bind_2d(e, rows, cols);
+  fuse::test::cuda::naive_eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256>>>(ev, dev_out, rows, cols);
   ops_kernel<<<1, 32>>>(dev_out, nullptr);
 }

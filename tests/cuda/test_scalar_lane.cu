@@ -18,6 +18,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fuse/bind/bind.hpp>
@@ -27,6 +28,7 @@
 #include <fuse/expr/views.hpp>
 #include <fuse/math/math.hpp>
 
+#include "cuda/naive_eval.cuh"
 #include "support/random.hpp"
 
 #ifndef FUSE_TEST_FMAD
@@ -75,15 +77,6 @@ template <class Op, class M>
 __global__ void binary_kernel(const float* a, const float* b, float* out, std::uint32_t n) {
   const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = Op{}.template apply<M>(a[i], b[i]);
-}
-
-/// One thread per element of a rank-2 result: the scalar form of every evaluator.
-template <class Ev, class T>
-__global__ void eval_kernel(Ev ev, T* out, fuse::index_t rows, fuse::index_t cols) {
-  const fuse::index_t i = blockIdx.x * static_cast<fuse::index_t>(blockDim.x) + threadIdx.x;
-  if (i >= rows * cols) return;
-  fuse::index_t x[2] = {i / cols, i % cols};
-  out[i] = static_cast<T>(ev.at(x));
 }
 
 unsigned blocks_for(std::size_t n) { return static_cast<unsigned>((n + 255) / 256); }
@@ -197,14 +190,6 @@ void check_binary(const std::vector<float>& a, const std::vector<float>& b) {
       ...);
 }
 
-/// bind()'s context; these trees have no node that needs materialising.
-struct no_materialize {
-  template <class N>
-  int materialize(const N&) {
-    return 0;
-  }
-};
-
 bool have_gpu() {
   int n = 0;
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
@@ -270,44 +255,29 @@ TEST_CASE("cuda: the seed's fused tree (split, gates, broadcast bias, casts) is 
       auto s = fuse::split<3>(xv, 1);
       return fuse::cast<std::int8_t>(fuse::clip(fuse::round(s[1] * 17.5f + bv), -128.0f, 127.0f));
     };
-    no_materialize ctx;
-    const fuse::index_array<2> ext{{rows, cols}};
-    auto bind_at = [&](const auto& e) {
-      return fuse::bind::bind<fuse::accurate_math_t>(e, fuse::bind::affine_map<2, 2>::broadcast(e.shape().array(), ext), ctx);
-    };
-    const std::size_t n = static_cast<std::size_t>(rows * cols);
-    {
-      device_buffer<float> out(n);
+    // Evaluates make(x, bias) over device memory in a kernel and over host memory on the CPU's
+    // scalar lane, as T, and compares the bits.
+    auto compare = [&]<class T>(const char* what, auto make) {
+      const std::size_t n = static_cast<std::size_t>(rows * cols);
+      device_buffer<T> out(n);
       out.poison();
-      eval_kernel<<<blocks_for(n), 256>>>(bind_at(tree(dx.p, dbias.p)), out.p, rows, cols);
+      fuse::test::cuda::naive_eval_kernel<<<blocks_for(n), 256>>>(fuse::test::cuda::bind_2d(make(dx.p, dbias.p), rows, cols),
+                                                                 out.p, rows, cols);
       sync_and_check();
       const auto got = out.download();
-      auto ev = bind_at(tree(x.data(), bias.data()));
+      auto ev = fuse::test::cuda::bind_2d(make(x.data(), bias.data()), rows, cols);
       std::size_t bad = 0;
       std::string first;
       for (fuse::index_t i = 0; i < rows; ++i)
         for (fuse::index_t j = 0; j < cols; ++j) {
           fuse::index_t at[2] = {i, j};
-          const float want = static_cast<float>(ev.at(at));
-          if (!same_bits(got[static_cast<std::size_t>(i * cols + j)], want) && bad++ == 0)
-            first = "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
+          const T want = static_cast<T>(ev.at(at)), have = got[static_cast<std::size_t>(i * cols + j)];
+          const bool same = std::is_floating_point_v<T> ? same_bits(static_cast<float>(have), static_cast<float>(want)) : have == want;
+          if (!same && bad++ == 0) first = "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
         }
-      expect_identical("the seed tree", bad, n, first);
-    }
-    {
-      device_buffer<std::int8_t> out(n);
-      out.poison();
-      eval_kernel<<<blocks_for(n), 256>>>(bind_at(int8_tree(dx.p, dbias.p)), out.p, rows, cols);
-      sync_and_check();
-      const auto got = out.download();
-      auto ev = bind_at(int8_tree(x.data(), bias.data()));
-      std::size_t bad = 0;
-      for (fuse::index_t i = 0; i < rows; ++i)
-        for (fuse::index_t j = 0; j < cols; ++j) {
-          fuse::index_t at[2] = {i, j};
-          bad += got[static_cast<std::size_t>(i * cols + j)] != static_cast<std::int8_t>(ev.at(at));
-        }
-      expect_identical("the int8 requantize tree", bad, n, "");
-    }
+      expect_identical(what, bad, n, first);
+    };
+    compare.operator()<float>("the seed tree", tree);
+    compare.operator()<std::int8_t>("the int8 requantize tree", int8_tree);
   }
 }
