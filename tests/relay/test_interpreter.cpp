@@ -245,22 +245,7 @@ TEST_CASE("npy: round trips and every malformed header") {
 }
 
 #ifdef FUSE_RELAY_TOOL
-#include <sys/wait.h>
-
-namespace {
-struct tool_result {
-  int status;
-  std::string err;
-};
-tool_result tool(const std::string& args) {
-  const std::filesystem::path err = std::filesystem::temp_directory_path() / "fuse_relay_cli_err.txt";
-  const int raw = std::system((std::string(FUSE_RELAY_TOOL) + " " + args + " 2> " + err.string() + " > /dev/null").c_str());
-  std::ifstream f(err);
-  std::stringstream s;
-  s << f.rdbuf();
-  return {WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, s.str()};
-}
-}  // namespace
+#include "relay/tool.hpp"
 
 TEST_CASE("fuse-relay: exit codes, located errors, run over .npy files") {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_relay_cli_" + std::to_string(fuse::test::base_seed()));
@@ -269,14 +254,14 @@ TEST_CASE("fuse-relay: exit codes, located errors, run over .npy files") {
     std::ofstream(dir / name) << text;
     return (dir / name).string();
   };
-  CHECK(tool("").status == 2);
-  CHECK(tool("frobnicate x.relay").status == 2);
-  CHECK(tool("run").err.find("missing MODEL.relay") != std::string::npos);
-  CHECK(tool("run m.relay --bogus 1").status == 2);
-  CHECK(tool("types " + (dir / "missing.relay").string()).status == 1);
+  CHECK(fuse::test::run_tool("").status == 2);
+  CHECK(fuse::test::run_tool("frobnicate x.relay").status == 2);
+  CHECK(fuse::test::run_tool("run").err.find("missing MODEL.relay") != std::string::npos);
+  CHECK(fuse::test::run_tool("run m.relay --bogus 1").status == 2);
+  CHECK(fuse::test::run_tool("types " + (dir / "missing.relay").string()).status == 1);
 
   const std::string bad = write("bad.relay", "def @main(%x: Tensor[(2), float32]) {\n  %0 = exp(%x;\n  %0\n}\n");
-  const tool_result r = tool("types " + bad);
+  const fuse::test::tool_run r = fuse::test::run_tool("types " + bad);
   CHECK(r.status == 1);
   CHECK(r.err.find(bad + ":2:") != std::string::npos);
   CHECK(r.err.find("error:") != std::string::npos);
@@ -284,7 +269,7 @@ TEST_CASE("fuse-relay: exit codes, located errors, run over .npy files") {
   CHECK(r.err.find("^") != std::string::npos);
 
   const std::string unsupported = write("conv.relay", "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n  nn.conv2d(%x, %w)\n}\n");
-  const tool_result u = tool("types " + unsupported);
+  const fuse::test::tool_run u = fuse::test::run_tool("types " + unsupported);
   CHECK(u.status == 1);
   CHECK(u.err.find("unsupported op nn.conv2d") != std::string::npos);
 
@@ -297,7 +282,7 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(6, 3), float32]) {
   const value x = random_tensor("float32", {2, 3}, 9), w = random_tensor("float32", {6, 3}, 10);
   npy::write_file((dir / "in" / "x.npy").string(), interpreter::to_constant(x));
   npy::write_file((dir / "in" / "w.npy").string(), interpreter::to_constant(w));
-  const tool_result ok = tool("run " + model + " --inputs " + (dir / "in").string() + " --outputs " + (dir / "out").string());
+  const fuse::test::tool_run ok = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() + " --outputs " + (dir / "out").string());
   REQUIRE(ok.status == 0);
   const value o0 = interpreter::from_constant(npy::read_file((dir / "out" / "out0.npy").string()));
   const value o1 = interpreter::from_constant(npy::read_file((dir / "out" / "out1.npy").string()));
@@ -310,7 +295,7 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(6, 3), float32]) {
     }
   // A wrong input shape is bad input, not a crash.
   npy::write_file((dir / "in" / "x.npy").string(), interpreter::to_constant(random_tensor("float32", {3, 3}, 11)));
-  const tool_result shape = tool("run " + model + " --inputs " + (dir / "in").string() + " --outputs " + (dir / "out").string());
+  const fuse::test::tool_run shape = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() + " --outputs " + (dir / "out").string());
   CHECK(shape.status == 1);
   CHECK(shape.err.find("input %x must be Tensor[(2, 3), float32], the file holds Tensor[(3, 3), float32]") != std::string::npos);
   std::filesystem::remove_all(dir);
