@@ -190,8 +190,11 @@ inline std::string encode_ndarray_base64(const constant_data& c) { return encode
 
 /// Decodes one blob. Every field is checked against the blob's actual length before it is
 /// trusted, so a corrupt size can never allocate more than the blob holds. On failure returns
-/// null and sets `error` to a message naming the field; otherwise clears it.
-inline std::shared_ptr<const constant_data> decode_ndarray(std::span<const unsigned char> blob, std::string& error) {
+/// null and sets `error` to a message naming the field; otherwise clears it. With `consumed`,
+/// `blob` may continue past the array (a file of several: save_param_dict's) and *consumed is
+/// set to the array's length; without it, bytes after the data are an error.
+inline std::shared_ptr<const constant_data> decode_ndarray(std::span<const unsigned char> blob, std::string& error,
+                                                          std::size_t* consumed = nullptr) {
   error.clear();
   std::size_t pos = 0;
   auto need = [&](std::size_t n, const char* field) {
@@ -288,11 +291,13 @@ inline std::shared_ptr<const constant_data> decode_ndarray(std::span<const unsig
     error = "truncated data: data_byte_size is " + std::to_string(size) + " but " + std::to_string(left) + " bytes follow";
     return nullptr;
   }
-  if (left > static_cast<std::uint64_t>(size)) {
+  if (!consumed && left > static_cast<std::uint64_t>(size)) {
     error = std::to_string(left - static_cast<std::size_t>(size)) + " trailing bytes after the data";
     return nullptr;
   }
-  c->bytes.assign(blob.begin() + static_cast<std::ptrdiff_t>(pos), blob.end());
+  const auto data = blob.subspan(pos, static_cast<std::size_t>(size));
+  c->bytes.assign(data.begin(), data.end());
+  if (consumed) *consumed = pos + data.size();
   return c;
 }
 

@@ -588,21 +588,10 @@ inline std::vector<entry> read_param_dict(std::span<const unsigned char> bytes, 
     const std::string which = "array " + std::to_string(i) + " ('" + entries[i].name + "')";
     if (const auto [it, fresh] = seen.emplace(entries[i].name, i); !fresh)
       throw fail("duplicate name '" + entries[i].name + "' (arrays " + std::to_string(it->second) + " and " + std::to_string(i) + ")");
-    // decode_ndarray takes exactly one blob; find where this one ends from its ndim and
-    // data_byte_size fields (at offsets 24 and 32 + 8 ndim). Where those do not describe a blob
-    // inside the file, the rest of the file goes to the decoder, which names the defect.
-    const auto rest = bytes.subspan(pos);
-    std::size_t blob_size = rest.size();
-    if (rest.size() >= 28) {
-      const auto ndim = static_cast<std::int32_t>(detail::load_le(rest, 24, 4));
-      const std::size_t header = 40 + 8 * static_cast<std::size_t>(ndim);  // the data's offset
-      if (ndim >= 0 && ndim <= ndarray_max_ndim && rest.size() >= header) {
-        const std::uint64_t data = detail::load_le(rest, header - 8, 8);
-        if (data <= rest.size() - header) blob_size = header + static_cast<std::size_t>(data);
-      }
-    }
+    // The array's blob (the metadata's layout) runs to where its data_byte_size ends.
     std::string err;
-    const auto c = decode_ndarray(rest.first(blob_size), err);
+    std::size_t blob_size = 0;
+    const auto c = decode_ndarray(bytes.subspan(pos), err, &blob_size);
     if (!c) throw fail(which + ": " + err);
     if (c->dt.lanes != 1) throw fail(which + ": dtype " + c->dt.name() + " has " + std::to_string(c->dt.lanes) + " lanes (only 1 is read)");
     entries[i].data = *c;
