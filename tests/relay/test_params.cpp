@@ -82,8 +82,7 @@ bytes_t read_bytes(const std::string& path) {
   return bytes_t(s.begin(), s.end());
 }
 
-/// Random bytes of any dtype.
-constant_data make(dtype dt, std::vector<std::int64_t> shape, std::mt19937_64& g) { return fuse::test::random_constant(dt, std::move(shape), g); }
+using fuse::test::random_constant;
 
 template <class T>
 constant_data of(dtype dt, std::vector<std::int64_t> shape, const std::vector<T>& values) {
@@ -252,7 +251,7 @@ TEST_CASE("params: save_param_dict and read_file round trip every dtype and shap
   auto g = fuse::test::rng(101);
   std::vector<params::entry> entries;
   for (const dtype& dt : all_dtypes())
-    for (const auto& shape : shapes) entries.push_back({"bert.encoder.layer." + std::to_string(entries.size()) + "/w:" + dt.name(), make(dt, shape, g)});
+    for (const auto& shape : shapes) entries.push_back({"bert.encoder.layer." + std::to_string(entries.size()) + "/w:" + dt.name(), random_constant(dt, shape, g)});
   const std::string path = temp_path("round.params");
   params::save_param_dict(path, entries);
   const auto back = params::read_file(path);
@@ -267,7 +266,7 @@ TEST_CASE("params: save_npz and read_file round trip every dtype NumPy has") {
   std::vector<params::entry> entries;
   for (const dtype& dt : all_dtypes()) {
     if (dt.code == dtype::bfloat_code) continue;
-    for (const auto& shape : shapes) entries.push_back({"layer." + std::to_string(entries.size()) + "/w:" + dt.name(), make(dt, shape, g)});
+    for (const auto& shape : shapes) entries.push_back({"layer." + std::to_string(entries.size()) + "/w:" + dt.name(), random_constant(dt, shape, g)});
   }
   const std::string path = temp_path("round.npz");
   params::save_npz(path, entries);
@@ -277,7 +276,7 @@ TEST_CASE("params: save_npz and read_file round trip every dtype NumPy has") {
   params::save_npz(path, {});  // np.savez() of nothing: only an end record, "PK\5\6"
   CHECK(params::read_file(path).empty());
   // NumPy has no bfloat16.
-  CHECK_ERROR(params::save_npz(path, {{"b", make(*dtype::parse("bfloat16"), {2}, g)}}),
+  CHECK_ERROR(params::save_npz(path, {{"b", random_constant(*dtype::parse("bfloat16"), {2}, g)}}),
               "round.npz: cannot save 'b': npy: dtype bfloat16 has no NumPy equivalent");
 }
 
@@ -294,15 +293,15 @@ TEST_CASE("params: save_param_dict writes TVM's layout byte by byte") {
 TEST_CASE("params: the writers refuse what they cannot write back") {
   auto g = fuse::test::rng(103);
   const std::string path = temp_path("refused");
-  constant_data short_data = make(dtype::float32(), {2, 3}, g);
+  constant_data short_data = random_constant(dtype::float32(), {2, 3}, g);
   short_data.bytes.pop_back();
   CHECK_ERROR(params::save_param_dict(path, {{"w", short_data}}), "refused: cannot save 'w': data_byte_size 23 does not match");
   CHECK_ERROR(params::save_npz(path, {{"w", short_data}}), "refused: cannot save 'w': ");
-  constant_data vec = make(dtype::float32(), {2}, g);
+  constant_data vec = random_constant(dtype::float32(), {2}, g);
   vec.dt.lanes = 4;
   vec.bytes.resize(32);
   CHECK_ERROR(params::save_param_dict(path, {{"v", vec}}), "cannot save 'v': dtype float32x4 has 4 lanes");
-  const auto one = make(dtype::int32(), {1}, g);
+  const auto one = random_constant(dtype::int32(), {1}, g);
   CHECK_ERROR(params::save_param_dict(path, {{"w", one}, {"w", one}}), "refused: cannot save duplicate name 'w'");
   CHECK_ERROR(params::save_npz(path, {{"w", one}, {"w", one}}), "refused: cannot save duplicate name 'w'");
 }
