@@ -16,6 +16,7 @@
 #include "fuse/bind/evaluators.hpp"
 #include "fuse/core/small_vector.hpp"
 #include "fuse/cpu/gemm.hpp"
+#include "fuse/cpu/gemm_bf16.hpp"
 #include "fuse/cpu/gemm_int8.hpp"
 #include "fuse/cpu/packed.hpp"
 #include "fuse/expr/contract.hpp"
@@ -269,7 +270,8 @@ struct contract_operands {
 
   /// C[rows i0.., columns j0..] of batch bi, an m x n block, into c with strides (rs, cs).
   /// float16/bfloat16 operands are widened to float as they are packed and accumulate in
-  /// float; a 16-bit C is rounded once per element as it is stored.
+  /// float (bfloat16 pairs by vdpbf16ps where the CPU has it, fuse/cpu/gemm_bf16.hpp); a 16-bit
+  /// C is rounded once per element as it is stored.
   template <class Out>
   void multiply(const Node& node, index_t bi, index_t i0, index_t m, index_t j0, index_t n, Out* c, index_t rs,
                 index_t cs) const {
@@ -277,7 +279,9 @@ struct contract_operands {
     using Acc = gemm::accumulator_t<TA, Out>;
     const gemm::strided<TA> a{am.lazy ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
     const Acc* a_packed = nullptr;
-    if constexpr (std::is_floating_point_v<Acc> && (std::is_same_v<TA, Acc> || gemm::is_float16_dtype<TA>)) {
+    // (Not for bfloat16 where the CPU has vdpbf16ps: its pair kernel packs A in pairs itself.)
+    if constexpr (std::is_floating_point_v<Acc> && (std::is_same_v<TA, Acc> || gemm::is_float16_dtype<TA>) &&
+                  !(gemm::has_dpbf16 && std::is_same_v<TA, bfloat16>)) {
       // Shared rows, when the product is not one the direct (unpacked) form takes and the
       // packing stays within a few MiB. A by-rows operand reuses one buffer for every row
       // block: its origin tells them apart.
@@ -290,6 +294,8 @@ struct contract_operands {
       // 8-bit weights packed for the VNNI kernel (vpmaddwd where the CPU lacks VNNI).
       if constexpr (sizeof(typename B::value_type) == 1)
         gemm::gemm_int8_prepacked(m, n, node.k, a, bm.view.packed, j0, c, rs, cs);
+      else if constexpr (fuse::detail::is_pair_weight<typename B::value_type>)
+        gemm::gemm_bf16_prepacked(m, n, a, bm.view.packed, j0, c, rs, cs);
       else if constexpr (rounded)
         gemm::gemm_prepacked_rounded(m, n, node.k, a, bm.view.packed, j0, c, rs, cs, a_packed);
       else
@@ -300,6 +306,8 @@ struct contract_operands {
       // 8-bit operands: the VNNI kernel (vpmaddwd where the CPU lacks VNNI).
       if constexpr (std::is_same_v<Out, std::int32_t> && sizeof(TA) == 1 && sizeof(TB) == 1)
         gemm::gemm_int8<TA, TB>(m, n, node.k, a, b, c, rs, cs);
+      else if constexpr (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16>)
+        gemm::gemm_bf16(m, n, node.k, a, b, c, rs, cs, a_packed);  // vdpbf16ps where it can
       else if constexpr (rounded)
         gemm::gemm_rounded(m, n, node.k, a, b, c, rs, cs, a_packed);
       else

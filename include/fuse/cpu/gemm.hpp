@@ -294,6 +294,33 @@ FUSE_FORCE_INLINE void stream_ahead(const Acc* row) {
   __builtin_prefetch(row + ahead + 64 / sizeof(Acc));
 }
 
+/// A P x NR tile of accumulators stored at c (or, `accumulate`, added to it): its rows [0, h)
+/// and columns [lo, lo + w), where C's rows are rs apart and its columns cs.
+template <class Acc, int P>
+FUSE_FORCE_INLINE void store_tile(const typename blocking<Acc>::batch (&acc)[P][blocking<Acc>::NRV], Acc* c,
+                                  index_t rs, index_t cs, index_t h, index_t lo, index_t w, bool accumulate) {
+  using B = blocking<Acc>;
+  using V = typename B::batch;
+  constexpr int NRV = B::NRV, W = B::W, NR = B::NR;
+  if (h == P && lo == 0 && w == NR && cs == 1) {
+    for (int r = 0; r < P; ++r)
+      for (int v = 0; v < NRV; ++v) {
+        Acc* p = c + r * rs + v * W;
+        if (accumulate) (V::load_unaligned(p) + acc[r][v]).store_unaligned(p);
+        else acc[r][v].store_unaligned(p);
+      }
+    return;
+  }
+  alignas(64) Acc tile[P * NR];
+  for (int r = 0; r < P; ++r)
+    for (int v = 0; v < NRV; ++v) acc[r][v].store_aligned(tile + r * NR + v * W);
+  for (index_t r = 0; r < h; ++r)
+    for (index_t j = 0; j < w; ++j) {
+      Acc& dst = c[r * rs + j * cs];
+      dst = accumulate ? wrapping_add(dst, tile[r * NR + lo + j]) : tile[r * NR + lo + j];
+    }
+}
+
 /// The P x NR tile product Ap * Bp over kc steps (Ap: kc groups of P values, Bp: kc rows of NR),
 /// rows [0, h) and columns [lo, lo + w) of it stored (or, `accumulate`, added) at c.
 template <class Acc, int P>
@@ -321,23 +348,7 @@ void micro_kernel(index_t kc, const Acc* __restrict Ap, const Acc* __restrict Bp
       for (int v = 0; v < NRV; ++v) acc[r][v] = madd(av, bv[v], acc[r][v]);
     }
   }
-  if (h == P && lo == 0 && w == NR && cs == 1) {
-    for (int r = 0; r < P; ++r)
-      for (int v = 0; v < NRV; ++v) {
-        Acc* p = c + r * rs + v * W;
-        if (accumulate) (V::load_unaligned(p) + acc[r][v]).store_unaligned(p);
-        else acc[r][v].store_unaligned(p);
-      }
-    return;
-  }
-  alignas(64) Acc tile[P * NR];
-  for (int r = 0; r < P; ++r)
-    for (int v = 0; v < NRV; ++v) acc[r][v].store_aligned(tile + r * NR + v * W);
-  for (index_t r = 0; r < h; ++r)
-    for (index_t j = 0; j < w; ++j) {
-      Acc& dst = c[r * rs + j * cs];
-      dst = accumulate ? wrapping_add(dst, tile[r * NR + lo + j]) : tile[r * NR + lo + j];
-    }
+  store_tile<Acc, P>(acc, c, rs, cs, h, lo, w, accumulate);
 }
 
 #if defined(__AVX512F__)

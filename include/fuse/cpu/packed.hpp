@@ -10,7 +10,8 @@
 //
 // float16 and bfloat16 weights are widened to float once, as they are packed, into the same
 // float panels: a call pays no conversion of W (the 16-bit data is widened as its rows are
-// packed, and a 16-bit result rounded as it is stored).
+// packed, and a 16-bit result rounded as it is stored). Where the CPU has vdpbf16ps, bfloat16
+// weights are packed in pairs of k instead (fuse/cpu/gemm_bf16.hpp: half the bytes).
 //
 // int8 and uint8 weights are packed for the int8 GEMM instead (fuse/cpu/gemm_int8.hpp,
 // pack_int8_b_ahead: the VNNI kernel's 4-byte groups, or int16 pairs without VNNI, with the
@@ -28,6 +29,7 @@
 
 #include "fuse/core/shape.hpp"
 #include "fuse/cpu/gemm.hpp"
+#include "fuse/cpu/gemm_bf16.hpp"
 #include "fuse/cpu/gemm_int8.hpp"
 
 namespace fuse {
@@ -40,15 +42,19 @@ inline constexpr bool is_8bit_weight = std::is_same_v<T, std::int8_t> || std::is
 /// bfloat16 weights widened to float once, when packed), or the int8 GEMM's groups. Both read
 /// element (kk, j) of B = W^T back with element(kk, j).
 template <class T>
-using packed_layout =
-    std::conditional_t<is_8bit_weight<T>, cpu::gemm::packed_int8_b<T>,
-                       cpu::gemm::packed_b<cpu::gemm::accumulator_t<T, T>>>;
+inline constexpr bool is_pair_weight = std::is_same_v<T, bfloat16> && cpu::gemm::has_dpbf16;
+
+template <class T>
+using packed_layout = std::conditional_t<
+    is_8bit_weight<T>, cpu::gemm::packed_int8_b<T>,
+    std::conditional_t<is_pair_weight<T>, cpu::gemm::packed_pairs_b, cpu::gemm::packed_b<cpu::gemm::accumulator_t<T, T>>>>;
 
 /// W (n x k: element (j, kk) at data[j * row_stride + kk * col_stride]) packed as B = W^T into
 /// dst (packed_bytes<T>(k, n) bytes, 64-byte aligned).
 template <class T>
 std::size_t packed_bytes(index_t k, index_t n) {
   if constexpr (is_8bit_weight<T>) return static_cast<std::size_t>(cpu::gemm::packed_int8_b_bytes<T>(k, n)) + 64;
+  else if constexpr (is_pair_weight<T>) return cpu::gemm::packed_pairs_b_bytes(k, n);
   else return cpu::gemm::packed_b_bytes<cpu::gemm::accumulator_t<T, T>>(k, n);
 }
 template <class T>
@@ -56,6 +62,7 @@ packed_layout<T> pack_weights(unsigned char* dst, const T* data, index_t n, inde
                               index_t col_stride) {
   const cpu::gemm::strided<T> b{data, col_stride, row_stride};  // B(kk, j) = W(j, kk)
   if constexpr (is_8bit_weight<T>) return cpu::gemm::pack_int8_b_ahead<T>(dst, b, k, n);
+  else if constexpr (is_pair_weight<T>) return cpu::gemm::pack_pairs_b_ahead(dst, b, k, n);
   else return cpu::gemm::pack_b_ahead<cpu::gemm::accumulator_t<T, T>>(dst, b, k, n);
 }
 }  // namespace detail
