@@ -13,6 +13,11 @@ TEST_CASE_TEMPLATE_DEFINE("floating ops on every floating dtype", T, floating) {
   SUBCASE("tanh") { check_unary<T>([](auto&& a) { return tanh(a); }, -12, 12, op_ulps<T>(2)); }
   SUBCASE("sigmoid") { check_unary<T>([](auto&& a) { return sigmoid(a); }, -110, 30, op_ulps<T>(2)); }
   SUBCASE("erf") { check_unary<T>([](auto&& a) { return erf(a); }, -5, 5, op_ulps<T>(2)); }
+  // TVM's approximations: their error class (tests/math/test_math.cpp; docs/ops.md), exact on
+  // float64 as in TVM.
+  SUBCASE("fast_exp") { check_unary<T>([](auto&& a) { return fast_exp(a); }, -87, 88, op_ulps<T>(4), {3.12e-7, 0x1p-126}); }
+  SUBCASE("fast_tanh") { check_unary<T>([](auto&& a) { return fast_tanh(a); }, -12, 12, op_ulps<T>(4), {0, 3.26e-7}); }
+  SUBCASE("fast_erf") { check_unary<T>([](auto&& a) { return fast_erf(a); }, -5, 5, op_ulps<T>(4), {0, 4.43e-7}); }
   SUBCASE("sqrt") { check_unary<T>([](auto&& a) { return sqrt(a); }, 0, 1e6, op_ulps<T>(0.5)); }
   SUBCASE("rsqrt") { check_unary<T>([](auto&& a) { return rsqrt(a); }, 0, 1e6, op_ulps<T>(2)); }
   // GELU composes several roundings; its tails amplify the rounding of x/sqrt(2) (docs/ops.md).

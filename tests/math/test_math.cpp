@@ -7,6 +7,7 @@
 
 #include <fuse/simd/math_batch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -254,4 +255,107 @@ TEST_CASE("math: the values the issue names") {
   const float payload = float_of_bits(0x7fc12345u);
   CHECK(bits_of_float(fm::tanh(payload)) == 0x7fc12345u);
   CHECK(bits_of_float(fm::erf(payload)) == 0x7fc12345u);
+}
+
+namespace {
+
+/// TVM's formulas (fast_exp_float32, fast_tanh_float, fast_erf_float_expr) in float32, each
+/// product that feeds an addition contracted into an FMA (as LLVM does where it may contract,
+/// and as fuse does), 2^n from the exponent bits.
+float tvm_fast_exp(float x) {
+  const float xc = std::max(std::min(x, 88.3762626647950f), -88.3762626647949f);
+  const float n = std::floor(std::fma(xc, 1.44269504088896341f, 0.5f));
+  const float f = std::fma(-n, 0.6931471805599453f, xc);
+  const float p[6] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f, 4.1665795894E-2f, 1.6666665459E-1f,
+                      5.0000001201E-1f};
+  float y = p[0];
+  for (int i = 1; i < 6; ++i) y = std::fma(y, f, p[i]);
+  y = std::fma(y * f, f, f) + 1;
+  const float two_n = float_of_bits(static_cast<std::uint32_t>(static_cast<std::int32_t>(n + 127.0f)) << 23);
+  return std::isnan(x) ? x : std::max(two_n * y, x);
+}
+float tvm_rational(float x, float clamp, const std::vector<float>& odd, const std::vector<float>& even) {
+  const float xc = std::max(-clamp, std::min(clamp, x)), x2 = xc * xc;
+  float p = odd.back(), q = even.back();
+  for (std::size_t i = odd.size() - 1; i-- > 0;) p = std::fma(x2, p, odd[i]);
+  for (std::size_t i = even.size() - 1; i-- > 0;) q = std::fma(x2, q, even[i]);
+  return std::isnan(x) ? x : xc * p / q;
+}
+float tvm_fast_tanh(float x) {
+  return tvm_rational(x, 9, {4.89352455891786e-03f, 6.37261928875436e-04f, 1.48572235717979e-05f, 5.12229709037114e-08f,
+                             -8.60467152213735e-11f, 2.00018790482477e-13f, -2.76076847742355e-16f},
+                      {4.89352518554385e-03f, 2.26843463243900e-03f, 1.18534705686654e-04f, 1.19825839466702e-06f});
+}
+float tvm_fast_erf(float x) {
+  return tvm_rational(x, 4, {-1.60960333262415e-02f, -2.95459980854025e-03f, -7.34990630326855e-04f, -5.69250639462346e-05f,
+                             -2.10102402082508e-06f, 2.77068142495902e-08f, -2.72614225801306e-10f},
+                      {-1.42647390514189e-02f, -7.37332916720468e-03f, -1.68282697438203e-03f, -2.13374055278905e-04f,
+                       -1.45660718464996e-05f});
+}
+
+}  // namespace
+
+TEST_CASE("math: TVM's fast_exp, fast_tanh and fast_erf are TVM's formulas, in their error class, lane for lane") {
+  namespace fm = fuse::math;
+  using B = xsimd::batch<float>;
+  constexpr std::size_t W = B::size;
+  struct case_ {
+    const char* name;
+    float (*scalar)(float);
+    B (*simd)(B);
+    float (*formula)(float);
+    double (*exact)(double);
+    double lo, hi, abs_bound, rel_bound;  // the error class against the exact function
+  };
+  // The error class: the maxima over every float32 input (docs/ops.md): fast_exp relative
+  // 3.112e-7 for normal results (below e^-87.33 the result is subnormal and only 2^-126 absolute
+  // holds: 2^n is 0 for n = -127), fast_tanh absolute 3.254e-7, fast_erf absolute 4.423e-7.
+  const case_ cases[] = {
+      {"fast_exp", [](float x) { return fm::fast_exp(x); }, [](B x) { return fm::fast_exp(x); }, tvm_fast_exp,
+       [](double x) { return std::exp(x); }, -87.3, 88.3, 0x1p-126, 3.12e-7},
+      {"fast_tanh", [](float x) { return fm::fast_tanh(x); }, [](B x) { return fm::fast_tanh(x); }, tvm_fast_tanh,
+       [](double x) { return std::tanh(x); }, -12, 12, 3.26e-7, 0},
+      {"fast_erf", [](float x) { return fm::fast_erf(x); }, [](B x) { return fm::fast_erf(x); }, tvm_fast_erf,
+       [](double x) { return std::erf(x); }, -5, 5, 4.43e-7, 0},
+  };
+  auto g = fuse::test::rng(41);
+  for (const case_& c : cases) {
+    CAPTURE(c.name);
+    std::uniform_real_distribution<double> d(c.lo, c.hi);
+    std::vector<float> xs = edge_inputs();
+    for (int i = 0; i < 200000; ++i) xs.push_back(static_cast<float>(d(g)));
+    while (xs.size() % W) xs.push_back(0.25f);
+    std::size_t off_formula = 0, off_class = 0, off_lanes = 0;
+    for (std::size_t i = 0; i < xs.size(); i += W) {
+      alignas(64) float lanes[W];
+      c.simd(B::load_unaligned(&xs[i])).store_aligned(lanes);
+      for (std::size_t j = 0; j < W; ++j) {
+        const float x = xs[i + j], y = c.scalar(x);
+        off_lanes += bits_of_float(y) != bits_of_float(lanes[j]);
+        if (std::isnan(x)) {
+          off_formula += !std::isnan(y);
+          continue;
+        }
+        // TVM's formula, evaluated the same way: the same bits.
+        const float f = c.formula(x);
+        if (bits_of_float(y) != bits_of_float(f) && !(std::isnan(y) && std::isnan(f))) {
+          if (off_formula++ < 3) MESSAGE(std::string(c.name) << "(" << x << ") = " << y << ", TVM's formula " << f);
+        }
+        if (x >= c.lo && x <= c.hi) {
+          const double e = c.exact(x);
+          if (!(std::fabs(y - e) <= c.abs_bound + c.rel_bound * std::fabs(e))) {
+            if (off_class++ < 3) MESSAGE(std::string(c.name) << "(" << x << ") = " << y << ", exactly " << e);
+          }
+        }
+      }
+    }
+    CHECK(off_lanes == 0);
+    CHECK(off_formula == 0);
+    CHECK(off_class == 0);
+  }
+  CHECK(std::isnan(fm::fast_exp(std::nanf(""))));
+  CHECK(fm::fast_exp(-inf) == 0.0f);
+  CHECK(fm::fast_exp(inf) == inf);
+  CHECK(fm::fast_tanh(inf) == doctest::Approx(1.0));
+  CHECK(fm::fast_erf(-inf) == doctest::Approx(-1.0));
 }

@@ -140,6 +140,44 @@ def @main(%x: Tensor[(7, 17), int32], %s: Tensor[(17), int32], %b: Tensor[(7, 17
   (%4, %5, %6)
 })";
 
+/// One call of every op of fuse's table that Relay has (fuse::ops::relay_elementwise), written
+/// from the table itself: float ops on %f and %g, integer ops on %i and %j, logical ops on
+/// comparisons, attributes -0.5 then 0.5. So an op added to ops.hpp is checked end to end
+/// (registry, type relation, interpreter, emitter, builder) without a line here.
+std::string every_op_program() {
+  std::string body, results;
+  int n = 0;
+  const auto call = [&](std::string text) {
+    body += "  %" + std::to_string(n) + " = " + text + ";\n";
+    results += (n ? ", %" : "%") + std::to_string(n);
+    return "%" + std::to_string(n++);
+  };
+  const std::string c = call("less(%f, %g)"), d = call("greater(%f, 0.25f)");
+  [&]<class... Op>(fuse::ops::op_list<Op...>) {
+    (
+        [&] {
+          if constexpr (fuse::ops::in_relay<Op>) {
+            using K = fuse::ops::rule_kind;
+            std::string args;
+            if constexpr (Op::kind == K::where) args = c + ", %f, %g";
+            else if constexpr (Op::kind == K::integer) args = "%i, %j";
+            else if constexpr (Op::kind == K::logical) args = Op::arity == 1 ? c : c + ", " + d;
+            else args = Op::arity == 1 ? "%f" : "%f, %g";
+            if constexpr (fuse::ops::has_attributes<Op>) {
+              int k = 0;
+              Op op{};
+              Op::attributes(op, [&](fuse::ops::attribute a, double&) { args += std::string(", ") + a.name + (k++ ? "=0.5f" : "=-0.5f"); });
+            }
+            call(std::string(Op::name) + "(" + args + ")");
+          }
+        }(),
+        ...);
+  }(fuse::ops::relay_elementwise{});
+  return "def @main(%f: Tensor[(7, 17), float32], %g: Tensor[(7, 17), float32], %i: Tensor[(7, 17), int32], "
+         "%j: Tensor[(17), int32]) {\n" +
+         body + "  (" + results + ")\n}\n";
+}
+
 }  // namespace
 
 TEST_CASE("planner: kernel counts") {
@@ -304,7 +342,8 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
                                                                                     {"returned_twice", returned_twice},
                                                                                     {"result_read_by_result", result_read_by_result},
                                                                                     {"shifts", shifts},
-                                                                                    {"opposite_magnitudes", opposite_magnitudes}}) {
+                                                                                    {"opposite_magnitudes", opposite_magnitudes},
+                                                                                    {"every_op", every_op_program()}}) {
     CAPTURE(name);
     const checked_run r = check_program(name, text);
     INFO(r.out << r.err);

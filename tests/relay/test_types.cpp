@@ -171,7 +171,7 @@ TEST_CASE("types: broadcasting, comparisons, casts and where") {
   {
     builder b;
     const std::string e = error_of(b, b.call("left_shift", {b.var("a", tensor({4})), b.var("b", tensor({4}))}));
-    CHECK(e.find("shifts integers, not float32") != std::string::npos);
+    CHECK(e.find("needs integer operands, not float32") != std::string::npos);
   }
   {
     builder b;
@@ -323,4 +323,53 @@ TEST_CASE("types: a chain of 100000 bindings is typed without deep recursion") {
   expr* e = b.var("x", tensor({3}));
   for (int i = 0; i < 100000; ++i) e = b.call(i % 2 ? "exp" : "negative", {e});
   CHECK(b.check(e) == tensor({3}));
+}
+
+TEST_CASE("the registry's elementwise ops come from fuse's op table: arity, pattern, attribute defaults") {
+  std::size_t listed = 0;
+  [&]<class... Op>(fuse::ops::op_list<Op...>) {
+    (
+        [&] {
+          const op_def* d = find_op(Op::name);
+          CAPTURE(Op::name);
+          if constexpr (!fuse::ops::in_relay<Op>) {
+            CHECK(d == nullptr);  // fuse's own (gelu): not a Relay op
+          } else {
+            ++listed;
+            REQUIRE(d != nullptr);
+            CHECK(d->min_args == Op::arity);
+            CHECK(d->max_args == Op::arity);
+            CHECK(d->pattern == Op::pattern);
+            CHECK((d->infer == &infer::elementwise<Op>));
+          }
+        }(),
+        ...);
+  }(fuse::ops::relay_elementwise{});
+  CHECK(listed >= 40);
+  CHECK(find_op("nn.leaky_relu")->defaults.size() == 1);
+  CHECK(find_op("nn.leaky_relu")->defaults[0].second.number() == 0.25);  // Relay's C++ default
+  CHECK(find_op("clip")->defaults.empty());  // a_min and a_max are required
+  CHECK(find_op("add")->pattern == op_pattern::broadcast);
+  CHECK(find_op("exp")->pattern == op_pattern::elemwise);
+  CHECK(find_op("where")->pattern == op_pattern::broadcast);
+  CHECK(find_op("fast_exp") != nullptr);
+  // Type relations from the dtype rules: what fuse's builders would reject at compile time.
+  {
+    builder b;
+    CHECK(error_of(b, b.call("abs", {b.var("a", tensor({4}, "bool"))})).find("needs numeric operands, not bool") != std::string::npos);
+  }
+  {
+    builder b;
+    CHECK(error_of(b, b.call("logical_and", {b.var("a", tensor({4}, "int32")), b.var("b", tensor({4}, "int32"))}))
+              .find("needs bool operands, not int32") != std::string::npos);
+  }
+  {
+    builder b;
+    CHECK(error_of(b, b.call("round", {b.var("a", tensor({4}, "int32"))})).find("needs a floating-point input, not int32") !=
+          std::string::npos);
+  }
+  {
+    builder b;
+    CHECK(b.check(b.call("less", {b.var("a", tensor({4, 1})), b.var("b", tensor({3}))})) == tensor({4, 3}, "bool"));
+  }
 }

@@ -7,7 +7,10 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 #include "fuse/expr/broadcast.hpp"
 #include "fuse/expr/node.hpp"
@@ -103,75 +106,69 @@ auto apply_op(Op op, X&&... x) {
 
 // ---- the ops, by their Relay names ---------------------------------------------------------------
 
-#define FUSE_BINARY_FN(NAME, OP)                                                              \
-  template <class A, class B>                                                                 \
-    requires((expr_operand<A> || arithmetic_scalar<A>) && (expr_operand<B> || arithmetic_scalar<B>) && \
-             (expr_operand<A> || expr_operand<B>))                                            \
-  auto NAME(A&& a, B&& b) {                                                                   \
-    return apply_op(OP{}, static_cast<A&&>(a), static_cast<B&&>(b));                          \
+namespace detail {
+
+/// Op with its attributes set from `values`, in the order Op::attributes lists them (fewer
+/// values keep the defaults), then validated.
+template <class Op, class... D>
+Op configured(const D&... values) {
+  Op op{};
+  if constexpr (sizeof...(D) > 0) {
+    const double v[] = {static_cast<double>(values)...};
+    std::size_t i = 0;
+    Op::attributes(op, [&](ops::attribute, double& slot) {
+      if (i < sizeof...(D)) slot = v[i];
+      ++i;
+    });
   }
-#define FUSE_UNARY_FN(NAME, OP)                 \
-  template <expr_operand A>                     \
-  auto NAME(A&& a) {                            \
-    return apply_op(OP{}, static_cast<A&&>(a)); \
+  if constexpr (requires { op.validate(); }) op.validate();
+  return op;
+}
+
+template <class X>
+concept operand_or_scalar = expr_operand<X> || arithmetic_scalar<X>;
+
+/// The arguments of builder fuse::NAME for Op: Op::arity operands (expressions, tensors, views
+/// or C++ scalars, at least one not a scalar), then up to attribute_count<Op>() numbers.
+template <class Op, class... X>
+constexpr bool builder_arguments() {
+  constexpr std::size_t n = Op::arity, total = sizeof...(X);
+  if constexpr (total < n || total > n + ops::attribute_count<Op>()) {
+    return false;
+  } else {
+    constexpr bool kinds[] = {operand_or_scalar<X>...}, exprs[] = {expr_operand<X>...},
+                   numbers[] = {std::is_arithmetic_v<std::remove_cvref_t<X>>...};
+    bool operands = true, any_expr = false, attributes = true;
+    for (std::size_t i = 0; i < total; ++i) {
+      if (i < n) operands = operands && kinds[i], any_expr = any_expr || exprs[i];
+      else attributes = attributes && numbers[i];
+    }
+    return operands && any_expr && attributes;
   }
-
-FUSE_BINARY_FN(add, ops::add)
-FUSE_BINARY_FN(subtract, ops::subtract)
-FUSE_BINARY_FN(multiply, ops::multiply)
-FUSE_BINARY_FN(divide, ops::divide)
-FUSE_BINARY_FN(power, ops::power)
-FUSE_BINARY_FN(maximum, ops::maximum)
-FUSE_BINARY_FN(minimum, ops::minimum)
-FUSE_BINARY_FN(right_shift, ops::right_shift)
-FUSE_BINARY_FN(left_shift, ops::left_shift)
-FUSE_BINARY_FN(equal, ops::equal)
-FUSE_BINARY_FN(not_equal, ops::not_equal)
-FUSE_BINARY_FN(less, ops::less)
-FUSE_BINARY_FN(less_equal, ops::less_equal)
-FUSE_BINARY_FN(greater, ops::greater)
-FUSE_BINARY_FN(greater_equal, ops::greater_equal)
-FUSE_BINARY_FN(logical_and, ops::logical_and)
-FUSE_BINARY_FN(logical_or, ops::logical_or)
-FUSE_BINARY_FN(logical_xor, ops::logical_xor)
-
-FUSE_UNARY_FN(negative, ops::negative)
-FUSE_UNARY_FN(abs, ops::abs)
-FUSE_UNARY_FN(sign, ops::sign)
-FUSE_UNARY_FN(exp, ops::exp)
-FUSE_UNARY_FN(log, ops::log)
-FUSE_UNARY_FN(sqrt, ops::sqrt)
-FUSE_UNARY_FN(rsqrt, ops::rsqrt)
-FUSE_UNARY_FN(tanh, ops::tanh)
-FUSE_UNARY_FN(sigmoid, ops::sigmoid)
-FUSE_UNARY_FN(erf, ops::erf)
-FUSE_UNARY_FN(relu, ops::relu)
-FUSE_UNARY_FN(gelu, ops::gelu)
-FUSE_UNARY_FN(gelu_tanh, ops::gelu_tanh)
-FUSE_UNARY_FN(round, ops::round)
-FUSE_UNARY_FN(floor, ops::floor)
-FUSE_UNARY_FN(ceil, ops::ceil)
-FUSE_UNARY_FN(trunc, ops::trunc)
-FUSE_UNARY_FN(logical_not, ops::logical_not)
-#undef FUSE_BINARY_FN
-#undef FUSE_UNARY_FN
-
-/// nn.leaky_relu(x, alpha) (Relay's default alpha is 0.25).
-template <expr_operand A>
-auto leaky_relu(A&& a, double alpha = 0.25) {
-  ops::leaky_relu op;
-  op.alpha = alpha;
-  return apply_op(op, static_cast<A&&>(a));
 }
-/// clip(x, a_min, a_max).
-template <expr_operand A>
-auto clip(A&& a, double a_min, double a_max) {
-  if (!(a_min <= a_max)) throw_shape_error("clip: a_min (", a_min, ") must not exceed a_max (", a_max, ")");
-  ops::clip op;
-  op.a_min = a_min;
-  op.a_max = a_max;
-  return apply_op(op, static_cast<A&&>(a));
+
+/// fuse::NAME(operands..., attributes...): the node of Op over the operands.
+template <class Op, class... X>
+auto build(X&&... x) {
+  auto args = std::forward_as_tuple(static_cast<X&&>(x)...);
+  return [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
+    return apply_op(configured<Op>(std::get<Op::arity + J>(args)...), std::get<I>(std::move(args))...);
+  }(std::make_index_sequence<Op::arity>{}, std::make_index_sequence<sizeof...(X) - Op::arity>{});
 }
+
+}  // namespace detail
+
+// One builder per op of FUSE_ELEMENTWISE_OPS (fuse/expr/ops.hpp): fuse::add(a, b),
+// fuse::sigmoid(x), fuse::clip(x, a_min, a_max), fuse::leaky_relu(x) or (x, alpha), ...
+#define FUSE_OP_BUILDER_(NAME)                                 \
+  template <class... X>                                        \
+    requires(detail::builder_arguments<ops::NAME, X...>())     \
+  auto NAME(X&&... x) {                                        \
+    return detail::build<ops::NAME>(static_cast<X&&>(x)...);   \
+  }
+FUSE_ELEMENTWISE_OPS(FUSE_OP_BUILDER_)
+#undef FUSE_OP_BUILDER_
+
 /// cast<To>(x), Relay's cast(x, dtype=...): see fuse/expr/convert.hpp for the rules.
 template <element To, expr_operand A>
 auto cast(A&& a) {
@@ -182,8 +179,9 @@ template <expr_operand C, class A, class B>
   requires((expr_operand<A> || arithmetic_scalar<A>) && (expr_operand<B> || arithmetic_scalar<B>))
 auto where(C&& c, A&& a, B&& b) {
   using T = detail::adopted_dtype_t<A, B>;
-  return make_map(ops::where{}, detail::operand<bool>(static_cast<C&&>(c), "where"), detail::operand<T>(static_cast<A&&>(a), "where"),
-                  detail::operand<T>(static_cast<B&&>(b), "where"));
+  constexpr const char* name = ops::where::name;
+  return make_map(ops::where{}, detail::operand<bool>(static_cast<C&&>(c), name), detail::operand<T>(static_cast<A&&>(a), name),
+                  detail::operand<T>(static_cast<B&&>(b), name));
 }
 
 // ---- operators ------------------------------------------------------------------------------------

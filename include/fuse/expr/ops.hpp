@@ -2,6 +2,11 @@
 //
 // An op is a small struct (empty, or holding its attributes such as clip's bounds) with
 //   name                      the Relay name ("add", "nn.relu", ...)
+//   arity, pattern            operands, and TVM's fusion pattern (unary_op: elemwise,
+//                             binary_op: broadcast), which the Relay planner reads
+//   attributes(op, f)         (ops with attributes) each attribute's Relay name, whether Relay
+//                             has a default, and its value, in the builder's order:
+//                             fuse::clip(x, a_min, a_max)
 //   dtype rule                `result<T...>` (the node's dtype) and `check<T...>()`, whose
 //                             static_asserts name the op and the dtypes when they do not fit
 //   apply<Mode>(v...)         the computation on lanes: one scalar lane (host or CUDA device) or
@@ -14,6 +19,10 @@
 // Operands reach `apply` as compute values of the operand dtypes (see core/dtype.hpp); the
 // executor brings the result to the node's dtype with `canonical` afterwards.
 //
+// FUSE_ELEMENTWISE_OPS at the end lists them: the builders fuse::NAME (fuse/expr/elementwise.hpp),
+// the Relay registry, interpreter and emitter (fuse/relay/) are generated from that list, so
+// an op is added here and nowhere else.
+//
 // Exact semantics for users: docs/ops.md.
 #pragma once
 
@@ -23,11 +32,49 @@
 #include <type_traits>
 
 #include "fuse/core/dtype.hpp"
+#include "fuse/core/error.hpp"
 #include "fuse/expr/convert.hpp"
 #include "fuse/expr/lanes.hpp"
 #include "fuse/math/math.hpp"
 
+namespace fuse {
+
+/// TVM's OpPatternKind (include/tvm/relay/op_attr_types.h): what TVM's FuseOps may fuse an op
+/// with; `none` for ops TVM lowers before FuseOps (qnn.*, nn.layer_norm).
+enum class op_pattern : int {
+  elemwise = 0,
+  broadcast = 1,
+  injective = 2,
+  comm_reduce = 3,
+  out_ewise_fusable = 4,
+  tuple = 7,
+  opaque = 8,
+  none = -1
+};
+
+}  // namespace fuse
+
 namespace fuse::ops {
+
+/// The kind of an op's dtype rule, which the Relay type checker states as a type relation.
+enum class rule_kind { numeric, floating, integer, compare, logical, where };
+
+/// One operand, elementwise (TVM: kElemWise); two operands that broadcast (kBroadcast).
+struct unary_op {
+  static constexpr int arity = 1;
+  static constexpr op_pattern pattern = op_pattern::elemwise;
+};
+struct binary_op {
+  static constexpr int arity = 2;
+  static constexpr op_pattern pattern = op_pattern::broadcast;
+};
+
+/// An attribute of an op as Relay writes it (`alpha=0.1f`): its name, and whether Relay has a
+/// default for it (the op's default member value) or requires it.
+struct attribute {
+  const char* name;
+  bool has_default;
+};
 
 // ---- dtype rules -------------------------------------------------------------------------------
 // The variable templates below appear by name in compiler notes ("'...<fuse::ops::add, float,
@@ -49,6 +96,7 @@ inline constexpr bool operand_dtype_is_integer = is_integer_dtype<T>;
 
 /// Same-dtype numeric operands; the result has their dtype (add, maximum, nn.relu, ...).
 struct numeric_rule {
+  static constexpr rule_kind kind = rule_kind::numeric;
   template <class T0, class... T>
   using result = T0;
   template <class Op, class T0, class... T>
@@ -61,6 +109,7 @@ struct numeric_rule {
 };
 /// Floating operands only (exp, sigmoid, round, ...).
 struct floating_rule {
+  static constexpr rule_kind kind = rule_kind::floating;
   template <class T0, class... T>
   using result = T0;
   template <class Op, class T0, class... T>
@@ -75,6 +124,7 @@ struct floating_rule {
 };
 /// Integer operands only (right_shift, left_shift).
 struct integer_rule {
+  static constexpr rule_kind kind = rule_kind::integer;
   template <class T0, class... T>
   using result = T0;
   template <class Op, class T0, class... T>
@@ -87,6 +137,7 @@ struct integer_rule {
 };
 /// Comparisons: same-dtype operands (bool allowed), bool result.
 struct compare_rule {
+  static constexpr rule_kind kind = rule_kind::compare;
   template <class T0, class... T>
   using result = bool;
   template <class Op, class T0, class... T>
@@ -97,6 +148,7 @@ struct compare_rule {
 };
 /// Logical ops: bool operands, bool result.
 struct logical_rule {
+  static constexpr rule_kind kind = rule_kind::logical;
   template <class T0, class... T>
   using result = bool;
   template <class Op, class T0, class... T>
@@ -175,21 +227,21 @@ std::int64_t wrap_to(std::int64_t x) {
 
 // ---- binary arithmetic -----------------------------------------------------------------------
 
-struct add : numeric_rule {
+struct add : numeric_rule, binary_op {
   static constexpr const char* name = "add";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::add(a, b); }
   double reference(double a, double b) const { return a + b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_add(a, b); }
 };
-struct subtract : numeric_rule {
+struct subtract : numeric_rule, binary_op {
   static constexpr const char* name = "subtract";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::sub(a, b); }
   double reference(double a, double b) const { return a - b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_sub(a, b); }
 };
-struct multiply : numeric_rule {
+struct multiply : numeric_rule, binary_op {
   static constexpr const char* name = "multiply";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::mul(a, b); }
@@ -197,7 +249,7 @@ struct multiply : numeric_rule {
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_mul(a, b); }
 };
 /// Floating: IEEE division. Integer: truncating, x / 0 = 0, MIN / -1 wraps to MIN.
-struct divide : numeric_rule {
+struct divide : numeric_rule, binary_op {
   static constexpr const char* name = "divide";
   template <class M, class V>
     requires std::is_floating_point_v<lane_t<V>>
@@ -210,7 +262,7 @@ struct divide : numeric_rule {
 };
 /// Floating: pow of the C library, evaluated in double and rounded once (so float32 results are
 /// correctly rounded in all but rare halfway cases). Integer: exact wrapping power.
-struct power : numeric_rule {
+struct power : numeric_rule, binary_op {
   static constexpr const char* name = "power";
   template <class M>
   FUSE_HD float apply(float a, float b) const { return static_cast<float>(std::pow(double(a), double(b))); }
@@ -223,7 +275,7 @@ struct power : numeric_rule {
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_pow(a, b); }
 };
 /// NaN-propagating maximum (NumPy's maximum).
-struct maximum : numeric_rule {
+struct maximum : numeric_rule, binary_op {
   static constexpr const char* name = "maximum";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::max(a, b); }
@@ -231,7 +283,7 @@ struct maximum : numeric_rule {
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return a < b ? b : a; }
 };
 /// NaN-propagating minimum (NumPy's minimum).
-struct minimum : numeric_rule {
+struct minimum : numeric_rule, binary_op {
   static constexpr const char* name = "minimum";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::min(a, b); }
@@ -242,7 +294,7 @@ struct minimum : numeric_rule {
 /// right_shift(a, b): a >> b, arithmetic for signed dtypes. An amount outside [0, bits) gives
 /// the sign fill (0 or -1); computed in the compute type's bits, so int8 and uint8 values
 /// (computed as int32) give the same results as in their own width.
-struct right_shift : integer_rule {
+struct right_shift : integer_rule, binary_op {
   static constexpr const char* name = "right_shift";
   template <class M, class I>
     requires std::is_integral_v<I>
@@ -250,7 +302,7 @@ struct right_shift : integer_rule {
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::shift_right(a, b); }
 };
 /// left_shift(a, b): a << b, wrapping to the dtype; an amount outside [0, bits) gives 0.
-struct left_shift : integer_rule {
+struct left_shift : integer_rule, binary_op {
   static constexpr const char* name = "left_shift";
   template <class M, class I>
     requires std::is_integral_v<I>
@@ -260,7 +312,7 @@ struct left_shift : integer_rule {
 
 // ---- unary arithmetic ------------------------------------------------------------------------
 
-struct negative : numeric_rule {
+struct negative : numeric_rule, unary_op {
   static constexpr const char* name = "negative";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::neg(a); }
@@ -268,7 +320,7 @@ struct negative : numeric_rule {
   std::int64_t reference(std::int64_t a) const { return fuse::detail::wrap_sub(std::int64_t{0}, a); }
 };
 /// |x|; abs(MIN) of a signed integer type wraps to MIN.
-struct abs : numeric_rule {
+struct abs : numeric_rule, unary_op {
   static constexpr const char* name = "abs";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::abs(a); }
@@ -276,7 +328,7 @@ struct abs : numeric_rule {
   std::int64_t reference(std::int64_t a) const { return a < 0 ? fuse::detail::wrap_sub(std::int64_t{0}, a) : a; }
 };
 /// -1, 0 or +1 (of the operand's dtype); sign(+-0) = +-0, sign(NaN) = NaN.
-struct sign : numeric_rule {
+struct sign : numeric_rule, unary_op {
   static constexpr const char* name = "sign";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
@@ -292,7 +344,7 @@ struct sign : numeric_rule {
   std::int64_t reference(std::int64_t a) const { return (a > 0) - (a < 0); }
 };
 /// nn.relu = maximum(x, 0): NaN propagates.
-struct relu : numeric_rule {
+struct relu : numeric_rule, unary_op {
   static constexpr const char* name = "nn.relu";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::max(a, lanes<V>::splat(lane_t<V>(0))); }
@@ -300,9 +352,11 @@ struct relu : numeric_rule {
   std::int64_t reference(std::int64_t a) const { return a > 0 ? a : 0; }
 };
 /// nn.leaky_relu: x > 0 ? x : alpha * x.
-struct leaky_relu : floating_rule {
+struct leaky_relu : floating_rule, unary_op {
   static constexpr const char* name = "nn.leaky_relu";
   double alpha = 0.25;
+  template <class Self, class F>
+  static constexpr void attributes(Self& op, F&& f) { f(attribute{"alpha", true}, op.alpha); }
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
@@ -312,9 +366,18 @@ struct leaky_relu : floating_rule {
 };
 /// clip(x, a_min, a_max) = minimum(maximum(x, a_min), a_max): NaN propagates. On integer dtypes
 /// the bounds are rounded inward to integers first.
-struct clip : numeric_rule {
+struct clip : numeric_rule, unary_op {
   static constexpr const char* name = "clip";
   double a_min = 0, a_max = 0;
+  template <class Self, class F>
+  static constexpr void attributes(Self& op, F&& f) {
+    f(attribute{"a_min", false}, op.a_min);
+    f(attribute{"a_max", false}, op.a_max);
+  }
+  /// Called by the builder once the attributes are set.
+  void validate() const {
+    if (!(a_min <= a_max)) throw_shape_error("clip: a_min (", a_min, ") must not exceed a_max (", a_max, ")");
+  }
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
@@ -335,7 +398,7 @@ struct clip : numeric_rule {
 // ---- floating math -----------------------------------------------------------------------------
 
 #define FUSE_FLOAT_UNARY(NAME, RELAY, FLOAT_EXPR, DOUBLE_EXPR)                         \
-  struct NAME : floating_rule {                                                      \
+  struct NAME : floating_rule, unary_op {                                            \
     static constexpr const char* name = RELAY;                                       \
     template <class M, class V>                                                      \
       requires float_lanes<V>                                                        \
@@ -350,6 +413,11 @@ FUSE_FLOAT_UNARY(log, "log", math::log<M>(x), std::log(x))
 FUSE_FLOAT_UNARY(tanh, "tanh", math::tanh<M>(x), std::tanh(x))
 FUSE_FLOAT_UNARY(sigmoid, "sigmoid", math::sigmoid<M>(x), 1.0 / (1.0 + std::exp(-x)))
 FUSE_FLOAT_UNARY(erf, "erf", math::erf<M>(x), std::erf(x))
+// TVM's approximations (fuse/math/fast.hpp) for float32 (and 16-bit dtypes, computed in float32);
+// float64 takes the exact function, as TVM does.
+FUSE_FLOAT_UNARY(fast_exp, "fast_exp", math::fast_exp(x), std::exp(x))
+FUSE_FLOAT_UNARY(fast_tanh, "fast_tanh", math::fast_tanh(x), std::tanh(x))
+FUSE_FLOAT_UNARY(fast_erf, "fast_erf", math::fast_erf(x), std::erf(x))
 // Correctly rounded sqrt, then a correctly rounded division (as Relay computes it): < 2 ULP.
 FUSE_FLOAT_UNARY(rsqrt, "rsqrt", lanes<V>::div(lanes<V>::splat(1.0f), lanes<V>::sqrt(x)), 1.0 / std::sqrt(x))
 // GELU, erf form, written with erfc so that negative x keeps its relative accuracy:
@@ -368,7 +436,7 @@ FUSE_FLOAT_UNARY(gelu_tanh, "gelu_tanh",
 
 // Ops that are one `lanes` function and one C library function.
 #define FUSE_LANES_UNARY(NAME, RELAY, LANES_FN, STD_FN)                                   \
-  struct NAME : floating_rule {                                                        \
+  struct NAME : floating_rule, unary_op {                                              \
     static constexpr const char* name = RELAY;                                         \
     template <class M, class V>                                                        \
     FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::LANES_FN(x); }     \
@@ -387,7 +455,7 @@ FUSE_LANES_UNARY(trunc, "trunc", trunc, trunc)
 // ---- comparisons and logic ---------------------------------------------------------------------
 
 #define FUSE_COMPARE(NAME, RELAY, FN, OPERATOR)                                                   \
-  struct NAME : compare_rule {                                                                    \
+  struct NAME : compare_rule, binary_op {                                                         \
     static constexpr const char* name = RELAY;                                                    \
     template <class M, class V>                                                                   \
     FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V a, V b) const { return lanes<V>::FN(a, b); }                        \
@@ -403,7 +471,7 @@ FUSE_COMPARE(greater_equal, "greater_equal", ge, >=)
 #undef FUSE_COMPARE
 
 #define FUSE_LOGICAL2(NAME, RELAY, FN, EXPR)                                                      \
-  struct NAME : logical_rule {                                                                    \
+  struct NAME : logical_rule, binary_op {                                                         \
     static constexpr const char* name = RELAY;                                                    \
     template <class M, class V>                                                                   \
     FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::FN(a, b); }                                \
@@ -414,7 +482,7 @@ FUSE_LOGICAL2(logical_or, "logical_or", logical_or, a || b)
 FUSE_LOGICAL2(logical_xor, "logical_xor", logical_xor, (a != 0) != (b != 0))
 #undef FUSE_LOGICAL2
 
-struct logical_not : logical_rule {
+struct logical_not : logical_rule, unary_op {
   static constexpr const char* name = "logical_not";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::logical_not(a); }
@@ -429,6 +497,9 @@ inline constexpr bool where_condition_is_bool = is_bool_dtype<C>;
 /// where(cond, a, b): cond is bool; a and b share a dtype, which is the result's.
 struct where {
   static constexpr const char* name = "where";
+  static constexpr rule_kind kind = rule_kind::where;
+  static constexpr int arity = 3;
+  static constexpr op_pattern pattern = op_pattern::broadcast;
   template <class C, class A, class B>
   using result = A;
   template <class Op, class C, class A, class B>
@@ -458,5 +529,82 @@ struct cast {
 };
 template <element To>
 inline constexpr bool is_cast<cast<To>> = true;
+
+/// The elementwise ops whose builder is fuse::NAME(operands..., attributes...), generated from
+/// this one list (fuse/expr/elementwise.hpp); with `where`, the ops the Relay frontend takes from
+/// this table (fuse/relay/ops.hpp, interpreter.hpp, emit.hpp). `where` (a bool condition among
+/// its operands) and `cast` (a dtype as template argument) have their own builders.
+#define FUSE_ELEMENTWISE_OPS(X)                                                                              \
+  X(add) X(subtract) X(multiply) X(divide) X(power) X(maximum) X(minimum) X(right_shift) X(left_shift)       \
+  X(equal) X(not_equal) X(less) X(less_equal) X(greater) X(greater_equal) X(logical_and) X(logical_or)       \
+  X(logical_xor) X(logical_not) X(negative) X(abs) X(sign) X(relu) X(leaky_relu) X(clip) X(exp) X(log)       \
+  X(tanh) X(sigmoid) X(erf) X(fast_exp) X(fast_tanh) X(fast_erf) X(rsqrt) X(gelu) X(gelu_tanh) X(sqrt) X(round) \
+  X(floor) X(ceil) X(trunc)
+
+/// A list of op types.
+template <class... Op>
+struct op_list {};
+
+#define FUSE_OP_TYPE_(NAME) , NAME
+/// Every op the Relay frontend reads from this table.
+using relay_elementwise = op_list<where FUSE_ELEMENTWISE_OPS(FUSE_OP_TYPE_)>;
+#undef FUSE_OP_TYPE_
+
+/// The C++ builder's name of each listed op (fuse::NAME), for generated code.
+template <class Op>
+inline constexpr const char* builder_name = nullptr;
+template <>
+inline constexpr const char* builder_name<where> = "where";
+#define FUSE_OP_BUILDER_NAME_(NAME) \
+  template <>                       \
+  inline constexpr const char* builder_name<NAME> = #NAME;
+FUSE_ELEMENTWISE_OPS(FUSE_OP_BUILDER_NAME_)
+#undef FUSE_OP_BUILDER_NAME_
+
+/// Ops that are fuse's own, not Relay's (gelu: TVM writes its formula out): not registered in
+/// the frontend.
+template <class Op>
+inline constexpr bool in_relay = true;
+template <>
+inline constexpr bool in_relay<gelu> = false;
+template <>
+inline constexpr bool in_relay<gelu_tanh> = false;
+
+/// Whether an op maps floats to discrete values (rounding to integers, comparisons): its
+/// result jumps where a float operand crosses a boundary (the Relay check's tolerance rule).
+template <class Op>
+inline constexpr bool discrete_result = Op::kind == rule_kind::compare;
+template <>
+inline constexpr bool discrete_result<round> = true;
+template <>
+inline constexpr bool discrete_result<floor> = true;
+template <>
+inline constexpr bool discrete_result<ceil> = true;
+template <>
+inline constexpr bool discrete_result<trunc> = true;
+
+namespace detail {
+// A function object, not a lambda: nvcc's front end takes no lambda in a requires-expression.
+struct attribute_counter {
+  int n = 0;
+  constexpr void operator()(attribute, double&) { ++n; }
+};
+}  // namespace detail
+
+template <class Op>
+concept has_attributes = requires(Op& op, detail::attribute_counter& f) { Op::attributes(op, f); };
+
+/// Number of attributes of Op.
+template <class Op>
+constexpr int attribute_count() {
+  if constexpr (has_attributes<Op>) {
+    Op op{};
+    detail::attribute_counter count;
+    Op::attributes(op, count);
+    return count.n;
+  } else {
+    return 0;
+  }
+}
 
 }  // namespace fuse::ops

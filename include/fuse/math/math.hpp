@@ -4,7 +4,7 @@
 //   fuse::math::exp(x)                       accurate mode (the default)
 //   fuse::math::tanh<fuse::fast_math_t>(x)   fast mode
 //
-// Functions: exp, expm1, log, tanh, sigmoid, erf, erfc. Accuracy (exhaustive sweep) and speed
+// Functions: exp, expm1, log, tanh, sigmoid, erf, erfc; TVM's fast_exp, fast_tanh, fast_erf. Accuracy (exhaustive sweep) and speed
 // of each are measured in docs/math.md.
 #pragma once
 
@@ -15,3 +15,4 @@
 #include <fuse/math/tanh.hpp>
 #include <fuse/math/sigmoid.hpp>
 #include <fuse/math/erf.hpp>
+#include <fuse/math/fast.hpp>

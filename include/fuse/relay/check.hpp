@@ -24,6 +24,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "fuse/expr/ops.hpp"
 #include "fuse/relay/emit.hpp"
 #include "fuse/relay/interpreter.hpp"
 #include "fuse/relay/npy.hpp"
@@ -144,9 +145,9 @@ inline std::string scales_text(const std::vector<double>& s) {
 inline bool rounds_a_float(const expr* e) {
   if (e->kind != expr_kind::call || e->args.empty() || !e->args[0]->checked.is_tensor() || !e->args[0]->checked.dt.is_float()) return false;
   if (is_op_call(e, "cast")) return !e->checked.dt.is_float();
-  for (std::string_view op : {"round", "floor", "ceil", "trunc", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
-    if (is_op_call(e, op)) return true;
-  return false;
+  return [&]<class... Op>(ops::op_list<Op...>) {
+    return ((ops::discrete_result<Op> && is_op_call(e, Op::name)) || ...);
+  }(ops::relay_elementwise{});
 }
 
 /// For each result of the plan: whether its value depends on a rounding of a float (above).

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "fuse/core/weights_file.hpp"
+#include "fuse/expr/ops.hpp"
 #include "fuse/relay/ir.hpp"
 #include "fuse/relay/ops.hpp"
 #include "fuse/relay/plan.hpp"
@@ -490,6 +491,24 @@ class emitter {
     out << "  }\n";
   }
 
+  /// fuse::NAME(operands..., attributes...) into s when the call is Op's; false when it is not.
+  template <class Op, class Arg>
+  static bool elementwise(const op_call& c, const Arg& arg, std::string& s) {
+    if constexpr (!ops::in_relay<Op>) {
+      return false;
+    } else {
+      if (c.node().callee->name != Op::name) return false;
+      s = std::string("fuse::") + ops::builder_name<Op> + "(";
+      for (int i = 0; i < Op::arity; ++i) s += (i ? ", " : "") + arg(static_cast<std::size_t>(i));
+      if constexpr (ops::has_attributes<Op>) {
+        Op op{};
+        Op::attributes(op, [&](ops::attribute a, double&) { s += ", " + literal(c.real(a.name), 0, dtype{dtype::float_code, 64, 1}); });
+      }
+      s += ")";
+      return true;
+    }
+  }
+
   std::string call(const expr& e, const std::unordered_map<const expr*, std::string>& local) const {
     const std::string& op = e.callee->name;
     const op_def* d = find_op(op);
@@ -502,29 +521,14 @@ class emitter {
       if (auto it = packed_.find(e.args[i]); it != packed_.end()) return it->second;
       return arg(i);
     };
-    // Elementwise ops: fuse's function of the Relay name without its "nn." or "fast_" prefix
-    // (fuse's exp, tanh and erf are already fast and accurate).
-    static const std::set<std::string_view> elementwise = {
-        "sigmoid", "tanh", "fast_tanh", "exp", "fast_exp", "log", "sqrt", "rsqrt", "erf", "fast_erf", "round", "floor", "ceil",
-        "trunc", "abs", "negative", "sign", "nn.relu", "logical_not", "add", "subtract", "multiply", "divide", "power", "maximum",
-        "minimum", "right_shift", "left_shift", "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and", "logical_or", "logical_xor"};
-    if (elementwise.count(op)) {
-      std::string_view f = op;
-      for (std::string_view prefix : {"nn.", "fast_"})
-        if (f.starts_with(prefix)) f.remove_prefix(prefix.size());
-      std::string s = "fuse::" + std::string(f) + "(";
-      for (std::size_t i = 0; i < e.args.size(); ++i) s += (i ? ", " : "") + arg(i);
-      return s + ")";
-    }
+    // The elementwise ops of fuse's table (fuse/expr/ops.hpp): fuse::NAME(operands...,
+    // attributes...), the builder generated from the same table.
+    std::string s;
+    if ([&]<class... Op>(ops::op_list<Op...>) { return (elementwise<Op>(c, arg, s) || ...); }(ops::relay_elementwise{})) return s;
     if (op == "copy" || op == "annotation.stop_fusion" || op == "on_device" || op == "device_copy") return "";
     const type& t = e.checked;
     const std::string ct = cxx_type(m_, e, t.dt);
-    if (op == "nn.leaky_relu") return "fuse::leaky_relu(" + arg(0) + ", " + literal(c.real("alpha"), 0, dtype{dtype::float_code, 64, 1}) + ")";
-    if (op == "clip")
-      return "fuse::clip(" + arg(0) + ", " + literal(c.real("a_min"), 0, dtype{dtype::float_code, 64, 1}) + ", " +
-             literal(c.real("a_max"), 0, dtype{dtype::float_code, 64, 1}) + ")";
     if (op == "cast") return "fuse::cast<" + ct + ">(" + arg(0) + ")";
-    if (op == "where") return "fuse::where(" + arg(0) + ", " + arg(1) + ", " + arg(2) + ")";
     if (op == "nn.bias_add") return "fuse::bias_add(" + arg(0) + ", " + arg(1) + ", " + std::to_string(c.integer("axis")) + ")";
     if (op == "nn.dense" || op == "nn.matmul" || op == "nn.batch_matmul") {
       const dtype in = e.args[0]->checked.dt;

@@ -372,6 +372,22 @@ class interpreter {
     return r;
   }
 
+  /// Op applied to args when the call is Op's (r: the result); false when it is not.
+  template <class Op>
+  bool elementwise(const op_call& c, const std::vector<value>& args, const type& t, value& r) {
+    if constexpr (!ops::in_relay<Op>) {
+      return false;
+    } else {
+      if (c.node().callee->name != Op::name) return false;
+      Op op{};
+      if constexpr (ops::has_attributes<Op>) Op::attributes(op, [&](ops::attribute a, double& v) { v = c.real(a.name); });
+      if constexpr (Op::arity == 1) r = unary(op, args[0], t.dt);
+      else if constexpr (Op::arity == 2) r = binary(op, args[0], args[1], t);
+      else r = where(args, t);
+      return true;
+    }
+  }
+
   value apply_op(const expr& e, const std::vector<value>& args) {
     const std::string& name = e.callee->name;
     const op_def* d = find_op(name);
@@ -380,34 +396,9 @@ class interpreter {
     for (const expr* a : e.args) at.push_back(a->checked);
     const op_call c(m_, e, *d, at);
     const type& t = e.checked;
-    // Elementwise ops of fuse's table.
-    if (name == "sigmoid") return unary(ops::sigmoid{}, args[0], t.dt);
-    if (name == "tanh" || name == "fast_tanh") return unary(ops::tanh{}, args[0], t.dt);
-    if (name == "exp" || name == "fast_exp") return unary(ops::exp{}, args[0], t.dt);
-    if (name == "log") return unary(ops::log{}, args[0], t.dt);
-    if (name == "sqrt") return unary(ops::sqrt{}, args[0], t.dt);
-    if (name == "rsqrt") return unary(ops::rsqrt{}, args[0], t.dt);
-    if (name == "erf" || name == "fast_erf") return unary(ops::erf{}, args[0], t.dt);
-    if (name == "round") return unary(ops::round{}, args[0], t.dt);
-    if (name == "floor") return unary(ops::floor{}, args[0], t.dt);
-    if (name == "ceil") return unary(ops::ceil{}, args[0], t.dt);
-    if (name == "trunc") return unary(ops::trunc{}, args[0], t.dt);
-    if (name == "abs") return unary(ops::abs{}, args[0], t.dt);
-    if (name == "negative") return unary(ops::negative{}, args[0], t.dt);
-    if (name == "sign") return unary(ops::sign{}, args[0], t.dt);
-    if (name == "nn.relu") return unary(ops::relu{}, args[0], t.dt);
-    if (name == "logical_not") return unary(ops::logical_not{}, args[0], t.dt);
-    if (name == "nn.leaky_relu") {
-      ops::leaky_relu op;
-      op.alpha = c.real("alpha");
-      return unary(op, args[0], t.dt);
-    }
-    if (name == "clip") {
-      ops::clip op;
-      op.a_min = c.real("a_min");
-      op.a_max = c.real("a_max");
-      return unary(op, args[0], t.dt);
-    }
+    // The elementwise ops of fuse's table (fuse/expr/ops.hpp), each computed by its reference.
+    if (value r; [&]<class... Op>(ops::op_list<Op...>) { return (elementwise<Op>(c, args, t, r) || ...); }(ops::relay_elementwise{}))
+      return r;
     if (name == "copy" || name == "annotation.stop_fusion" || name == "on_device" || name == "device_copy") return args[0];
     if (name == "zeros_like" || name == "ones_like") {
       value r = value::tensor(t.dt, t.shape);
@@ -420,25 +411,6 @@ class interpreter {
       for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) interp::convert(args[0], k, r, k, round_float32_);
       return r;
     }
-    if (name == "add") return binary(ops::add{}, args[0], args[1], t);
-    if (name == "subtract") return binary(ops::subtract{}, args[0], args[1], t);
-    if (name == "multiply") return binary(ops::multiply{}, args[0], args[1], t);
-    if (name == "divide") return binary(ops::divide{}, args[0], args[1], t);
-    if (name == "power") return binary(ops::power{}, args[0], args[1], t);
-    if (name == "maximum") return binary(ops::maximum{}, args[0], args[1], t);
-    if (name == "minimum") return binary(ops::minimum{}, args[0], args[1], t);
-    if (name == "right_shift") return binary(ops::right_shift{}, args[0], args[1], t);
-    if (name == "left_shift") return binary(ops::left_shift{}, args[0], args[1], t);
-    if (name == "equal") return binary(ops::equal{}, args[0], args[1], t);
-    if (name == "not_equal") return binary(ops::not_equal{}, args[0], args[1], t);
-    if (name == "less") return binary(ops::less{}, args[0], args[1], t);
-    if (name == "less_equal") return binary(ops::less_equal{}, args[0], args[1], t);
-    if (name == "greater") return binary(ops::greater{}, args[0], args[1], t);
-    if (name == "greater_equal") return binary(ops::greater_equal{}, args[0], args[1], t);
-    if (name == "logical_and") return binary(ops::logical_and{}, args[0], args[1], t);
-    if (name == "logical_or") return binary(ops::logical_or{}, args[0], args[1], t);
-    if (name == "logical_xor") return binary(ops::logical_xor{}, args[0], args[1], t);
-    if (name == "where") return where(args, t);
     if (name == "nn.bias_add") return bias_add(c, args, t);
     if (name == "nn.dense") return matmul(args[0], args[1], false, true, t);
     if (name == "nn.matmul") return matmul(args[0], args[1], c.boolean("transpose_a"), c.boolean("transpose_b"), t);

@@ -15,13 +15,14 @@
 #include <string_view>
 #include <vector>
 
+#include "fuse/expr/ops.hpp"
 #include "fuse/relay/ir.hpp"
 
 namespace fuse::relay {
 
-/// TVM's OpPatternKind (include/tvm/relay/op_attr_types.h); `none` for ops TVM lowers before
-/// FuseOps (qnn.*, nn.layer_norm), which the TVM planner mode sees only after legalization.
-enum class op_pattern : int { elemwise = 0, broadcast = 1, injective = 2, comm_reduce = 3, out_ewise_fusable = 4, tuple = 7, opaque = 8, none = -1 };
+/// TVM's OpPatternKind (fuse/expr/ops.hpp); `none` for ops TVM lowers before FuseOps (qnn.*,
+/// nn.layer_norm), which the TVM planner mode sees only after legalization.
+using fuse::op_pattern;
 
 class op_call;
 
@@ -290,13 +291,6 @@ inline type binary(const op_call& c, std::optional<dtype> result) {
   return type::tensor(broadcast(c, a.shape, b.shape), result ? *result : a.dt);
 }
 inline type arith(const op_call& c) { return binary(c, std::nullopt); }
-/// right_shift, left_shift: integer operands of one dtype.
-inline type integer_arith(const op_call& c) {
-  const dtype d = c.tensor(0).dt;
-  if (!(d.is_int() || d.is_uint())) c.fail("shifts integers, not " + d.name());
-  return binary(c, std::nullopt);
-}
-inline type compare(const op_call& c) { return binary(c, dtype::boolean()); }
 
 inline type where(const op_call& c) {
   const type& cond = c.tensor(0);
@@ -304,6 +298,29 @@ inline type where(const op_call& c) {
   const type& b = c.tensor(2);
   if (!(a.dt == b.dt)) c.fail("branches have different dtypes, " + a.dt.name() + " and " + b.dt.name());
   return type::tensor(broadcast(c, cond.shape, broadcast(c, a.shape, b.shape)), a.dt);
+}
+
+/// The type relation of an op of fuse's table (fuse/expr/ops.hpp), from its dtype rule: the
+/// checks that fuse's builders make at compile time, made here, so that a program that type
+/// checks never gives a header that does not compile.
+template <class Op>
+type elementwise(const op_call& c) {
+  using K = ops::rule_kind;
+  if constexpr (Op::kind == K::where) {
+    return where(c);
+  } else {
+    const dtype d = c.tensor(0).dt;
+    if constexpr (Op::kind == K::numeric)
+      if (d.is_bool()) c.fail("needs numeric operands, not bool");
+    if constexpr (Op::kind == K::floating)
+      if (!d.is_float()) c.fail("needs a floating-point input, not " + d.name());
+    if constexpr (Op::kind == K::integer)
+      if (!(d.is_int() || d.is_uint())) c.fail("needs integer operands, not " + d.name());
+    if constexpr (Op::kind == K::logical)
+      if (!d.is_bool()) c.fail("needs bool operands, not " + d.name());
+    if constexpr (Op::arity == 1) return c.tensor(0);
+    else return binary(c, Op::kind == K::compare ? std::optional<dtype>(dtype::boolean()) : std::nullopt);
+  }
 }
 
 inline type bias_add(const op_call& c) {
@@ -710,28 +727,33 @@ inline type qnn_concatenate(const op_call& c) { return concatenate(c); }
 
 // ---- the table -------------------------------------------------------------------------------------
 
+/// The registry's entry of an op of fuse's table: its Relay name, pattern and arity, the
+/// defaults of its attributes, and the type relation of its dtype rule.
+template <class Op>
+void add_elementwise(std::vector<op_def>& table) {
+  if constexpr (ops::in_relay<Op>) {
+    std::vector<std::pair<std::string_view, attr_value>> defaults;
+    if constexpr (ops::has_attributes<Op>) {
+      Op op{};
+      Op::attributes(op, [&](ops::attribute a, double& v) {
+        if (a.has_default) defaults.emplace_back(a.name, attr::real(v));
+      });
+    }
+    table.push_back({Op::name, Op::pattern, Op::arity, Op::arity, std::move(defaults), infer::elementwise<Op>});
+  }
+}
+
 /// Every op the frontend supports, by Relay name.
 inline const std::vector<op_def>& op_table() {
   using P = op_pattern;
   using namespace attr;
   static const std::vector<op_def> table = [] {
     std::vector<op_def> t;
-    for (std::string_view n : {"sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "erf", "fast_exp", "fast_tanh", "fast_erf"})
-      t.push_back({n, P::elemwise, 1, 1, {}, infer::float_unary});
-    for (std::string_view n : {"abs", "negative", "round", "floor", "ceil", "trunc", "sign", "nn.relu", "copy", "zeros_like", "ones_like"})
-      t.push_back({n, P::elemwise, 1, 1, {}, infer::same});
-    t.push_back({"logical_not", P::elemwise, 1, 1, {}, infer::same});
-    t.push_back({"nn.leaky_relu", P::elemwise, 1, 1, {{"alpha", real(0.25)}}, infer::float_unary});
-    t.push_back({"clip", P::elemwise, 1, 1, {}, infer::same});
+    // The elementwise ops of fuse's table (fuse/expr/ops.hpp), each from its descriptor.
+    [&]<class... Op>(ops::op_list<Op...>) { (add_elementwise<Op>(t), ...); }(ops::relay_elementwise{});
+    for (std::string_view n : {"copy", "zeros_like", "ones_like"}) t.push_back({n, P::elemwise, 1, 1, {}, infer::same});
     t.push_back({"cast", P::elemwise, 1, 1, {}, infer::cast});
     t.push_back({"fixed_point_multiply", P::elemwise, 1, 1, {}, infer::same});
-    for (std::string_view n : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum", "logical_and", "logical_or",
-                               "logical_xor"})
-      t.push_back({n, P::broadcast, 2, 2, {}, infer::arith});
-    for (std::string_view n : {"right_shift", "left_shift"}) t.push_back({n, P::broadcast, 2, 2, {}, infer::integer_arith});
-    for (std::string_view n : {"equal", "not_equal", "less", "less_equal", "greater", "greater_equal"})
-      t.push_back({n, P::broadcast, 2, 2, {}, infer::compare});
-    t.push_back({"where", P::broadcast, 3, 3, {}, infer::where});
     t.push_back({"nn.bias_add", P::broadcast, 2, 2, {{"axis", integer(1)}}, infer::bias_add});
     t.push_back({"expand_dims", P::broadcast, 1, 1, {{"num_newaxis", integer(1)}}, infer::expand_dims});
     t.push_back({"nn.dense", P::out_ewise_fusable, 2, 2, {{"units", none()}, {"out_dtype", string("")}}, infer::dense});

@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuse/expr/ops.hpp"
 #include "fuse/relay/ir.hpp"
 #include "fuse/relay/lexer.hpp"
 #include "fuse/relay/metadata.hpp"
@@ -523,9 +524,9 @@ class parser {
   static std::optional<binop> binary_operator(const token& t) {
     if (t.kind != token_kind::punct) return std::nullopt;
     static constexpr std::pair<std::string_view, binop> table[] = {
-        {"*", {"multiply", 12}}, {"/", {"divide", 12}},  {"+", {"add", 10}},           {"-", {"subtract", 10}},
-        {"<", {"less", 8}},      {"<=", {"less_equal", 8}}, {">", {"greater", 8}}, {">=", {"greater_equal", 8}},
-        {"==", {"equal", 7}},    {"!=", {"not_equal", 7}}};
+        {"*", {ops::multiply::name, 12}}, {"/", {ops::divide::name, 12}},  {"+", {ops::add::name, 10}},           {"-", {ops::subtract::name, 10}},
+        {"<", {ops::less::name, 8}},      {"<=", {ops::less_equal::name, 8}}, {">", {ops::greater::name, 8}}, {">=", {ops::greater_equal::name, 8}},
+        {"==", {ops::equal::name, 7}},    {"!=", {ops::not_equal::name, 7}}};
     for (const auto& [s, b] : table)
       if (t.text == s) return b;
     return std::nullopt;
@@ -688,7 +689,7 @@ class parser {
           depth_guard depth(*this, minus);
           expr* call = m_.make(expr_kind::call, where(minus));
           call->callee = m_.make(expr_kind::op, where(minus));
-          call->callee->name = "negative";
+          call->callee->name = ops::negative::name;
           call->args = {parse_postfix()};
           return call;
         }

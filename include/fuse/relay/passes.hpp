@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuse/expr/ops.hpp"
 #include "fuse/relay/interpreter.hpp"
 #include "fuse/relay/ir.hpp"
 #include "fuse/relay/ops.hpp"
@@ -459,13 +460,13 @@ inline void simplify_inference(module& m) {
       if (axis < 0) axis += ndim;
       // TVM makes epsilon a scalar of the data's dtype from the float attribute.
       const double eps = static_cast<float>(attr_or_default(*call, "epsilon")->number());
-      expr* scale = make_call(m, "divide", {make_scalar(m, t.dt, 1.0, at), make_call(m, "sqrt", {make_call(m, "add", {var, make_scalar(m, t.dt, eps, at)}, at)}, at)}, at);
-      if (attr_or_default(*call, "scale")->number() != 0) scale = make_call(m, "multiply", {scale, gamma}, at);
-      expr* shift = make_call(m, "multiply", {make_call(m, "negative", {mean}, at), scale}, at);
-      if (attr_or_default(*call, "center")->number() != 0) shift = make_call(m, "add", {shift, beta}, at);
+      expr* scale = make_call(m, ops::divide::name, {make_scalar(m, t.dt, 1.0, at), make_call(m, ops::sqrt::name, {make_call(m, ops::add::name, {var, make_scalar(m, t.dt, eps, at)}, at)}, at)}, at);
+      if (attr_or_default(*call, "scale")->number() != 0) scale = make_call(m, ops::multiply::name, {scale, gamma}, at);
+      expr* shift = make_call(m, ops::multiply::name, {make_call(m, ops::negative::name, {mean}, at), scale}, at);
+      if (attr_or_default(*call, "center")->number() != 0) shift = make_call(m, ops::add::name, {shift, beta}, at);
       scale = expand_to_axis(m, scale, ndim, axis, at);
       shift = expand_to_axis(m, shift, ndim, axis, at);
-      expr* out = make_call(m, "add", {make_call(m, "multiply", {data, scale}, at), shift}, at);
+      expr* out = make_call(m, ops::add::name, {make_call(m, ops::multiply::name, {data, scale}, at), shift}, at);
       unpacked[call] = out;
       map[e] = out;
       continue;
@@ -486,12 +487,12 @@ inline void simplify_inference(module& m) {
         return a;
       };
       expr* mu = make_call(m, "mean", {data}, at, reduce_attrs());
-      expr* diff = make_call(m, "subtract", {data, mu}, at);
+      expr* diff = make_call(m, ops::subtract::name, {data, mu}, at);
       expr* variance = make_call(m, "variance", {data, mu}, at, reduce_attrs());
-      expr* denom = make_call(m, "sqrt", {make_call(m, "add", {variance, make_scalar(m, t.dt, eps, at)}, at)}, at);
-      expr* out = make_call(m, "divide", {diff, denom}, at);
-      if (attr_or_default(*e, "scale")->number() != 0) out = make_call(m, "multiply", {out, expand_to_axis(m, gamma, ndim, axis, at)}, at);
-      if (attr_or_default(*e, "center")->number() != 0) out = make_call(m, "add", {out, expand_to_axis(m, beta, ndim, axis, at)}, at);
+      expr* denom = make_call(m, ops::sqrt::name, {make_call(m, ops::add::name, {variance, make_scalar(m, t.dt, eps, at)}, at)}, at);
+      expr* out = make_call(m, ops::divide::name, {diff, denom}, at);
+      if (attr_or_default(*e, "scale")->number() != 0) out = make_call(m, ops::multiply::name, {out, expand_to_axis(m, gamma, ndim, axis, at)}, at);
+      if (attr_or_default(*e, "center")->number() != 0) out = make_call(m, ops::add::name, {out, expand_to_axis(m, beta, ndim, axis, at)}, at);
       map[e] = out;
     }
   }
@@ -629,7 +630,7 @@ inline void if_to_where(module& m) {
     const type& c = e->args[0]->checked;
     const type& a = e->args[1]->checked;
     if (!c.is_tensor() || !c.shape.empty() || !c.dt.is_bool() || !a.is_tensor() || !(a == e->args[2]->checked)) continue;
-    map[e] = make_call(m, "where", {e->args[0], e->args[1], e->args[2]}, e->at);
+    map[e] = make_call(m, ops::where::name, {e->args[0], e->args[1], e->args[2]}, e->at);
   }
   if (map.empty()) return;
   substitute(m, map);
@@ -698,14 +699,14 @@ inline void expand_one_hot(module& m) {
     for (std::int64_t k = 0; k < depth; ++k) positions.set_integer(static_cast<std::size_t>(k), k);
     relay::attrs at;
     at.items.emplace_back("axis", attr::integer(axis));
-    expr* hit = make_call(m, "equal", {make_call(m, "expand_dims", {e->args[0]}, e->at, std::move(at)), make_constant(m, std::move(positions), e->at)}, e->at);
+    expr* hit = make_call(m, ops::equal::name, {make_call(m, "expand_dims", {e->args[0]}, e->at, std::move(at)), make_constant(m, std::move(positions), e->at)}, e->at);
     auto as_t = [&](expr* v) {
       if (v->checked.dt == t.dt) return v;
       relay::attrs c;
       c.items.emplace_back("dtype", attr::string(t.dt.name()));
       return make_call(m, "cast", {v}, e->at, std::move(c));
     };
-    map[e] = make_call(m, "where", {hit, as_t(e->args[1]), as_t(e->args[2])}, e->at);
+    map[e] = make_call(m, ops::where::name, {hit, as_t(e->args[1]), as_t(e->args[2])}, e->at);
   }
   if (map.empty()) return;
   substitute(m, map);
@@ -826,7 +827,7 @@ inline bool fold_scale_backward(module& m) {
   const auto consumers = consumers_of(m);
   std::unordered_map<expr*, expr*> map;
   for (expr* e : post_order(def_roots(m))) {
-    if (!is_op_call(e, "multiply") || !e->checked.is_tensor()) continue;
+    if (!is_op_call(e, ops::multiply::name) || !e->checked.is_tensor()) continue;
     for (std::size_t side = 0; side < 2; ++side) {
       expr* y = e->args[side];
       expr* s = e->args[1 - side];
@@ -840,7 +841,7 @@ inline bool fold_scale_backward(module& m) {
         if (axis < 0) axis += rank;
         if (axis != rank - 1 || !has_data(y->args[1])) continue;
         bias = y, c = y->args[0];
-      } else if (is_op_call(y, "add")) {
+      } else if (is_op_call(y, ops::add::name)) {
         for (std::size_t k = 0; k < 2 && !bias; ++k)
           if (scalable_contraction(y->args[k]) && y->args[k]->checked == y->checked && has_data(y->args[1 - k]) &&
               along_last_axis(y->args[1 - k]->checked, y->checked))
@@ -850,13 +851,13 @@ inline bool fold_scale_backward(module& m) {
       if (!scalable_contraction(c) || (bias && !has_only_consumer(consumers, c))) continue;
       const location at = e->at;
       expr* v = as_vector(m, s, at);
-      expr* w = evaluate_constant(m, make_call(m, "multiply", {c->args[1], output_channels_are_rows(c) ? as_column(m, v, at) : v}, at));
+      expr* w = evaluate_constant(m, make_call(m, ops::multiply::name, {c->args[1], output_channels_are_rows(c) ? as_column(m, v, at) : v}, at));
       expr* out = with_operands(m, c, c->args[0], w);
       if (bias && is_op_call(bias, "nn.bias_add")) {
-        out = make_call(m, "nn.bias_add", {out, evaluate_constant(m, make_call(m, "multiply", {bias->args[1], v}, at))}, bias->at, bias->attributes);
+        out = make_call(m, "nn.bias_add", {out, evaluate_constant(m, make_call(m, ops::multiply::name, {bias->args[1], v}, at))}, bias->at, bias->attributes);
       } else if (bias) {
-        expr* b = evaluate_constant(m, make_call(m, "multiply", {bias->args[1 - bias_side], s}, at));
-        out = make_call(m, "add", bias_side == 0 ? std::vector<expr*>{out, b} : std::vector<expr*>{b, out}, bias->at, bias->attributes);
+        expr* b = evaluate_constant(m, make_call(m, ops::multiply::name, {bias->args[1 - bias_side], s}, at));
+        out = make_call(m, ops::add::name, bias_side == 0 ? std::vector<expr*>{out, b} : std::vector<expr*>{b, out}, bias->at, bias->attributes);
       }
       map[e] = out;
       break;
@@ -876,7 +877,7 @@ inline bool fold_scale_forward(module& m) {
   for (expr* c : post_order(def_roots(m))) {
     if (!scalable_contraction(c) || (is_op_call(c, "nn.matmul") && attr_or_default(*c, "transpose_a")->number() != 0)) continue;
     expr* xs = c->args[0];
-    if (!is_op_call(xs, "multiply") || !has_only_consumer(consumers, xs)) continue;
+    if (!is_op_call(xs, ops::multiply::name) || !has_only_consumer(consumers, xs)) continue;
     for (std::size_t side = 0; side < 2; ++side) {
       expr* x = xs->args[side];
       expr* s = xs->args[1 - side];
@@ -884,7 +885,7 @@ inline bool fold_scale_forward(module& m) {
       const location at = xs->at;
       expr* v = as_vector(m, s, at);
       // The input channels are the columns of a dense's [N, K] and the rows of a matmul's [K, N].
-      expr* w = evaluate_constant(m, make_call(m, "multiply", {c->args[1], output_channels_are_rows(c) ? v : as_column(m, v, at)}, at));
+      expr* w = evaluate_constant(m, make_call(m, ops::multiply::name, {c->args[1], output_channels_are_rows(c) ? v : as_column(m, v, at)}, at));
       map[c] = with_operands(m, c, x, w);
       break;
     }

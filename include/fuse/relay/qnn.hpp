@@ -70,6 +70,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuse/expr/ops.hpp"
 #include "fuse/relay/interpreter.hpp"
 #include "fuse/relay/ir.hpp"
 #include "fuse/relay/ops.hpp"
@@ -218,7 +219,7 @@ class legalizer {
     l.literal = h.literal = dtype{dtype::float_code, 64, 1};  // printed exactly
     a.items.emplace_back("a_min", l);
     a.items.emplace_back("a_max", h);
-    return call("clip", {e}, std::move(a));
+    return call(ops::clip::name, {e}, std::move(a));
   }
   /// clip to d's range, then cast (TVM's ConvertDtype).
   expr* saturate(expr* e, dtype d) { return cast(clip(e, static_cast<double>(d.lowest()), static_cast<double>(d.highest())), d); }
@@ -244,7 +245,7 @@ class legalizer {
   /// a >> t (arithmetic: floor(a / 2^t)) for an integer a and constant amounts t, one per
   /// channel along `axis` or one for all (TVM's right shift).
   expr* shift_right(expr* a, const std::vector<std::int64_t>& t, const std::vector<std::int64_t>& shape, std::int64_t rank, std::int64_t axis) {
-    return call("right_shift", {a, along(ints(a->checked.dt, t, shape), rank, axis)});
+    return call(ops::right_shift::name, {a, along(ints(a->checked.dt, t, shape), rank, axis)});
   }
 
   // ---- constants ---------------------------------------------------------------------------------
@@ -334,22 +335,22 @@ class legalizer {
 
     if (compute == "int64") {
       expr* t = cast(x, dtype::int32());
-      if (!is_zero(in_zp)) t = call("subtract", {t, cast(along(in_zp, rank, axis), dtype::int32())});
+      if (!is_zero(in_zp)) t = call(ops::subtract::name, {t, cast(along(in_zp, rank, axis), dtype::int32())});
       if (!skip) t = fixed_point_multiply(t, ms, per_tensor, rounding, rank, axis);
-      if (!is_zero(out_zp)) t = call("add", {cast(out_zp, dtype::int32()), t});
+      if (!is_zero(out_zp)) t = call(ops::add::name, {cast(out_zp, dtype::int32()), t});
       return out_dt == dtype::int32() ? t : saturate(t, out_dt);
     }
     const dtype fb{dtype::float_code, static_cast<std::uint8_t>(compute == "float64" ? 64 : 32), 1};
     expr* t = cast(x, fb);
-    if (!is_zero(in_zp)) t = call("subtract", {t, cast(along(in_zp, rank, axis), fb)});
+    if (!is_zero(in_zp)) t = call(ops::subtract::name, {t, cast(along(in_zp, rank, axis), fb)});
     if (per_tensor) {
-      if (!skip) t = call("multiply", {scalar_real(fb, ms[0]), t});
+      if (!skip) t = call(ops::multiply::name, {scalar_real(fb, ms[0]), t});
     } else {
-      t = call("multiply", {t, along(reals(fb, ms, vshape), rank, axis)});
+      t = call(ops::multiply::name, {t, along(reals(fb, ms, vshape), rank, axis)});
     }
-    if (!is_zero(out_zp)) t = call("add", {t, cast(out_zp, fb)});
-    if (rounding == "UPWARD") t = call("floor", {call("add", {t, scalar_real(fb, 0.5)})});
-    else t = call("round", {t});
+    if (!is_zero(out_zp)) t = call(ops::add::name, {t, cast(out_zp, fb)});
+    if (rounding == "UPWARD") t = call(ops::floor::name, {call(ops::add::name, {t, scalar_real(fb, 0.5)})});
+    else t = call(ops::round::name, {t});
     t = cast(t, dtype::int32());
     return out_dt == dtype::int32() ? t : saturate(t, out_dt);
   }
@@ -364,8 +365,8 @@ class legalizer {
       // A power of two: TVM's fixed_point_multiply shifts in int32.
       const int k = fps[0].exponent - 1;
       if (k == 0) return x;
-      if (k > 0 && k <= 30) return call("multiply", {x, scalar_int(i32, std::int64_t{1} << k)});
-      if (k < 0 && -k <= 30) return shift_right(call("add", {x, scalar_int(i32, std::int64_t{1} << (-k - 1))}), {-k}, {}, rank, axis);
+      if (k > 0 && k <= 30) return call(ops::multiply::name, {x, scalar_int(i32, std::int64_t{1} << k)});
+      if (k < 0 && -k <= 30) return shift_right(call(ops::add::name, {x, scalar_int(i32, std::int64_t{1} << (-k - 1))}), {-k}, {}, rank, axis);
     }
     return q_multiply_shift(x, fps, per_tensor, rounding, rank, axis);
   }
@@ -387,10 +388,10 @@ class legalizer {
       shift.push_back(total);
     }
     const std::vector<std::int64_t> shape = per_tensor ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{static_cast<std::int64_t>(mult.size())};
-    expr* p = call("multiply", {cast(x, i64), along(ints(i64, mult, shape), rank, axis)});
+    expr* p = call(ops::multiply::name, {cast(x, i64), along(ints(i64, mult, shape), rank, axis)});
     // TONEAREST's rounder is one less for a negative product: ties then go away from zero.
-    expr* biased = rounding == "UPWARD" ? p : call("subtract", {p, cast(call("less", {p, scalar_int(i64, 0)}), i64)});
-    expr* y = shift_right(call("add", {biased, along(ints(i64, half, shape), rank, axis)}), shift, shape, rank, axis);
+    expr* biased = rounding == "UPWARD" ? p : call(ops::subtract::name, {p, cast(call(ops::less::name, {p, scalar_int(i64, 0)}), i64)});
+    expr* y = shift_right(call(ops::add::name, {biased, along(ints(i64, half, shape), rank, axis)}), shift, shape, rank, axis);
     return cast(y, i32);
   }
 
@@ -450,8 +451,8 @@ class legalizer {
     if (!is_qtype(out) || out.bits == 64 || (out.is_uint() && out.bits == 32)) fail("out_dtype must be int8, uint8, int16, uint16 or int32, not " + out.name());
     const auto rank = static_cast<std::int64_t>(x->checked.shape.size());
     const std::int64_t axis = scale_and_zero_point_axis(e, c);
-    expr* t = call("round", {call("divide", {x, along(e->args[1], rank, axis)})});
-    if (!is_zero(e->args[2])) t = call("add", {t, cast(along(e->args[2], rank, axis), dtype::float32())});
+    expr* t = call(ops::round::name, {call(ops::divide::name, {x, along(e->args[1], rank, axis)})});
+    if (!is_zero(e->args[2])) t = call(ops::add::name, {t, cast(along(e->args[2], rank, axis), dtype::float32())});
     return saturate(t, out);
   }
 
@@ -463,8 +464,8 @@ class legalizer {
     const auto rank = static_cast<std::int64_t>(x->checked.shape.size());
     const std::int64_t axis = scale_and_zero_point_axis(e, c);
     expr* t = cast(x, dtype::int32());
-    if (!is_zero(e->args[2])) t = call("subtract", {t, along(e->args[2], rank, axis)});
-    expr* r = call("multiply", {cast(t, dtype::float32()), along(e->args[1], rank, axis)});
+    if (!is_zero(e->args[2])) t = call(ops::subtract::name, {t, along(e->args[2], rank, axis)});
+    expr* r = call(ops::multiply::name, {cast(t, dtype::float32()), along(e->args[1], rank, axis)});
     // out_dtype float16: computed in float32 and rounded once at the end.
     return e->checked.dt == dtype::float32() ? r : cast(r, e->checked.dt);
   }
@@ -481,9 +482,9 @@ class legalizer {
   /// (t1 - t2) + (t4 - t3), the terms left out where a constant zero point is 0 (TVM's order).
   expr* combine(expr* t1, expr* t2, expr* t3, expr* t4, bool zx, bool zy) {
     if (zx && zy) return t1;
-    if (zx) return call("subtract", {t1, t2});
-    if (zy) return call("subtract", {t1, t3});
-    return call("add", {call("subtract", {t1, t2}), call("subtract", {t4, t3})});
+    if (zx) return call(ops::subtract::name, {t1, t2});
+    if (zy) return call(ops::subtract::name, {t1, t3});
+    return call(ops::add::name, {call(ops::subtract::name, {t1, t2}), call(ops::subtract::name, {t4, t3})});
   }
 
   expr* dense(expr* e) {
@@ -503,9 +504,9 @@ class legalizer {
     const dtype i32 = dtype::int32();
     expr* t1 = call("nn.dense", {x, w}, std::move(a));
     const bool x0 = is_zero(zx), w0 = is_zero(zw);
-    expr* t2 = w0 ? nullptr : call("multiply", {zw, sum(cast(x, i32), xr - 1, true)});
-    expr* t3 = x0 ? nullptr : call("multiply", {zx, sum(cast(w, i32), 1, false)});
-    expr* t4 = x0 || w0 ? nullptr : call("multiply", {call("multiply", {zx, zw}), scalar_int(i32, k)});
+    expr* t2 = w0 ? nullptr : call(ops::multiply::name, {zw, sum(cast(x, i32), xr - 1, true)});
+    expr* t3 = x0 ? nullptr : call(ops::multiply::name, {zx, sum(cast(w, i32), 1, false)});
+    expr* t4 = x0 || w0 ? nullptr : call(ops::multiply::name, {call(ops::multiply::name, {zx, zw}), scalar_int(i32, k)});
     return combine(t1, t2, t3, t4, x0, w0);
   }
 
@@ -533,15 +534,15 @@ class legalizer {
     if (!y0) {
       expr* sx = sum(cast(x, i32), ta ? 1 : 2, true);
       if (ta) sx = reshape(sx, {0, m, 1});
-      t2 = call("multiply", {zy, sx});
+      t2 = call(ops::multiply::name, {zy, sx});
     }
     expr* t3 = nullptr;  // z_x * sum_k y, as [B, 1, N]
     if (!x0) {
       expr* sy = sum(cast(y, i32), tb ? 2 : 1, true);
       if (tb) sy = reshape(sy, {0, 1, n});
-      t3 = call("multiply", {zx, sy});
+      t3 = call(ops::multiply::name, {zx, sy});
     }
-    expr* t4 = x0 || y0 ? nullptr : call("multiply", {call("multiply", {zx, zy}), scalar_int(i32, k)});
+    expr* t4 = x0 || y0 ? nullptr : call(ops::multiply::name, {call(ops::multiply::name, {zx, zy}), scalar_int(i32, k)});
     return combine(t1, t2, t3, t4, x0, y0);
   }
 
@@ -568,8 +569,8 @@ class legalizer {
     const dtype d = e->args[0]->checked.dt;
     expr* l = requantize_or_upcast(e->args[0], e->args[2], e->args[3], e->args[6], e->args[7], la, "lhs");
     expr* r = requantize_or_upcast(e->args[1], e->args[4], e->args[5], e->args[6], e->args[7], ra, "rhs");
-    expr* out = call("add", {l, r});
-    if (!is_zero(e->args[7])) out = call("subtract", {out, e->args[7]});
+    expr* out = call(ops::add::name, {l, r});
+    if (!is_zero(e->args[7])) out = call(ops::subtract::name, {out, e->args[7]});
     return saturate(out, d);
   }
 
@@ -584,11 +585,11 @@ class legalizer {
     if (per_tensor) {
       expr* l = cast(lhs, i32);
       expr* r = cast(rhs, i32);
-      if (!is_zero(e->args[3])) l = call("subtract", {l, e->args[3]});
-      if (!is_zero(e->args[5])) r = call("subtract", {r, e->args[5]});
+      if (!is_zero(e->args[3])) l = call(ops::subtract::name, {l, e->args[3]});
+      if (!is_zero(e->args[5])) r = call(ops::subtract::name, {r, e->args[5]});
       // The product's scale, float32 as TVM computes it (a float product).
       const float s = static_cast<float>(ls[0]) * static_cast<float>(rs[0]);
-      return requantize(call("multiply", {l, r}), scalar_real(dtype::float32(), s), zero, e->args[6], e->args[7], -1, d, opt_.rounding,
+      return requantize(call(ops::multiply::name, {l, r}), scalar_real(dtype::float32(), s), zero, e->args[6], e->args[7], -1, d, opt_.rounding,
                         opt_.compute_dtype);
     }
     const attr_value* written_l = attr_or_default(*e, "lhs_axis");
@@ -598,14 +599,14 @@ class legalizer {
     const auto rank = static_cast<std::int64_t>(lhs->checked.shape.size());
     expr* l = cast(lhs, i32);
     expr* r = cast(rhs, i32);
-    if (!is_zero(e->args[3])) l = call("subtract", {l, along(e->args[3], rank, la)});
-    if (!is_zero(e->args[5])) r = call("subtract", {r, along(e->args[5], static_cast<std::int64_t>(rhs->checked.shape.size()), ra)});
+    if (!is_zero(e->args[3])) l = call(ops::subtract::name, {l, along(e->args[3], rank, la)});
+    if (!is_zero(e->args[5])) r = call(ops::subtract::name, {r, along(e->args[5], static_cast<std::int64_t>(rhs->checked.shape.size()), ra)});
     const std::size_t n = std::max(ls.size(), rs.size());
     if ((ls.size() != n && ls.size() != 1) || (rs.size() != n && rs.size() != 1)) fail("the lhs and rhs scales have different lengths");
     std::vector<double> prod;
     for (std::size_t i = 0; i < n; ++i) prod.push_back(static_cast<double>(static_cast<float>(ls[ls.size() == 1 ? 0 : i] * rs[rs.size() == 1 ? 0 : i])));
     expr* scale = reals(dtype::float32(), prod, {static_cast<std::int64_t>(n)});
-    return requantize(call("multiply", {l, r}), scale, zero, e->args[6], e->args[7], static_cast<std::int64_t>(written_l->number()), d,
+    return requantize(call(ops::multiply::name, {l, r}), scale, zero, e->args[6], e->args[7], static_cast<std::int64_t>(written_l->number()), d,
                       opt_.rounding, opt_.compute_dtype);
   }
 
