@@ -142,7 +142,7 @@ def @main(%x: Tensor[(7, 17), int32], %s: Tensor[(17), int32], %b: Tensor[(7, 17
 
 /// One call of every op of fuse's table that Relay has (fuse::ops::relay_elementwise), written
 /// from the table itself: float ops on %f and %g, integer ops on %i and %j, logical ops on
-/// comparisons, attributes -0.5 then 0.5. So an op added to ops.hpp is checked end to end
+/// comparisons, a channel operand (nn.prelu's alpha) %h along axis 1, attributes -0.5 then 0.5. So an op added to ops.hpp is checked end to end
 /// (registry, type relation, interpreter, emitter, builder) without a line here.
 std::string every_op_program() {
   std::string body, results;
@@ -159,22 +159,25 @@ std::string every_op_program() {
           if constexpr (fuse::ops::in_relay<Op>) {
             using K = fuse::ops::rule_kind;
             std::string args;
-            if constexpr (Op::kind == K::where) args = c + ", %f, %g";
-            else if constexpr (Op::kind == K::integer) args = "%i, %j";
+            if constexpr (fuse::ops::has_channel_operand<Op>) args = "%f, %h";  // %h: one value per column
+            else if constexpr (Op::kind == K::where) args = c + ", %f, %g";
+            else if constexpr (Op::kind == K::integer) args = Op::arity == 1 ? "%i" : "%i, %j";
             else if constexpr (Op::kind == K::logical) args = Op::arity == 1 ? c : c + ", " + d;
             else args = Op::arity == 1 ? "%f" : "%f, %g";
             if constexpr (fuse::ops::has_attributes<Op>) {
               int k = 0;
               Op op{};
-              Op::attributes(op, [&](fuse::ops::attribute a, double&) { args += std::string(", ") + a.name + (k++ ? "=0.5f" : "=-0.5f"); });
+              Op::attributes(op, [&](fuse::ops::attribute a, double&) {
+                args += std::string(", ") + a.name + (a.integer ? "=1" : k++ ? "=0.5f" : "=-0.5f");
+              });
             }
             call(std::string(Op::name) + "(" + args + ")");
           }
         }(),
         ...);
   }(fuse::ops::relay_elementwise{});
-  return "def @main(%f: Tensor[(7, 17), float32], %g: Tensor[(7, 17), float32], %i: Tensor[(7, 17), int32], "
-         "%j: Tensor[(17), int32]) {\n" +
+  return "def @main(%f: Tensor[(7, 17), float32], %g: Tensor[(7, 17), float32], %h: Tensor[(17), float32], "
+         "%i: Tensor[(7, 17), int32], %j: Tensor[(17), int32]) {\n" +
          body + "  (" + results + ")\n}\n";
 }
 

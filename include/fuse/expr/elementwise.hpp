@@ -15,6 +15,7 @@
 #include "fuse/expr/broadcast.hpp"
 #include "fuse/expr/node.hpp"
 #include "fuse/expr/ops.hpp"
+#include "fuse/expr/views.hpp"
 
 namespace fuse {
 
@@ -147,12 +148,37 @@ constexpr bool builder_arguments() {
   }
 }
 
+/// The node of an op whose operand 1 is 1-D along `op.axis` of operand 0 (nn.prelu): that
+/// operand seen as rank R with its extent at the axis and 1 elsewhere, so that it broadcasts.
+template <class Op, class X, class C>
+auto build_channel(const Op& op, X&& x, C&& channel) {
+  auto xe = as_expr(static_cast<X&&>(x));
+  auto ce = as_expr(static_cast<C&&>(channel));
+  using XE = decltype(xe);
+  static_assert(decltype(ce)::rank == 1, "fuse: this op's second operand must be 1-D (one value per channel)");
+  static_assert(XE::rank >= 1, "fuse: this op's first operand must have rank >= 1");
+  const auto xs = xe.shape().array();
+  const auto a = static_cast<std::size_t>(normalize_axis(static_cast<index_t>(op.axis), Op::name, xs));
+  if (static_cast<double>(static_cast<index_t>(op.axis)) != op.axis) throw_shape_error(Op::name, ": axis ", op.axis, " is not an integer");
+  if (ce.shape()[0] != xs[a])
+    throw_shape_error(Op::name, ": the channel operand ", ce.shape().array(), " must have the extent of axis ", op.axis, " of ", xs);
+  axis_map<1> m{};
+  m.src[0] = static_cast<index_t>(a);
+  m.scale[0] = 1;
+  dynamic_shape<XE::rank> shape{};
+  for (std::size_t d = 0; d < XE::rank; ++d) shape[d] = d == a ? xs[a] : 1;
+  return make_map(op, std::move(xe), apply_axis_map(std::move(ce), shape, m));
+}
+
 /// fuse::NAME(operands..., attributes...): the node of Op over the operands.
 template <class Op, class... X>
 auto build(X&&... x) {
   auto args = std::forward_as_tuple(static_cast<X&&>(x)...);
   return [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
-    return apply_op(configured<Op>(std::get<Op::arity + J>(args)...), std::get<I>(std::move(args))...);
+    if constexpr (ops::has_channel_operand<Op>)
+      return build_channel(configured<Op>(std::get<Op::arity + J>(args)...), std::get<I>(std::move(args))...);
+    else
+      return apply_op(configured<Op>(std::get<Op::arity + J>(args)...), std::get<I>(std::move(args))...);
   }(std::make_index_sequence<Op::arity>{}, std::make_index_sequence<sizeof...(X) - Op::arity>{});
 }
 

@@ -57,7 +57,7 @@ enum class op_pattern : int {
 namespace fuse::ops {
 
 /// The kind of an op's dtype rule, which the Relay type checker states as a type relation.
-enum class rule_kind { numeric, floating, integer, compare, logical, where };
+enum class rule_kind { numeric, floating, integer, compare, logical, classify, where };
 
 /// One operand, elementwise (TVM: kElemWise); two operands that broadcast (kBroadcast).
 struct unary_op {
@@ -69,11 +69,12 @@ struct binary_op {
   static constexpr op_pattern pattern = op_pattern::broadcast;
 };
 
-/// An attribute of an op as Relay writes it (`alpha=0.1f`): its name, and whether Relay has a
-/// default for it (the op's default member value) or requires it.
+/// An attribute of an op as Relay writes it (`alpha=0.1f`): its name, whether Relay has a
+/// default for it (the op's default member value) or requires it, and whether it is an integer.
 struct attribute {
   const char* name;
   bool has_default;
+  bool integer = false;  ///< an integer in Relay (an axis), held as a double here
 };
 
 // ---- dtype rules -------------------------------------------------------------------------------
@@ -133,6 +134,17 @@ struct integer_rule {
                   "fuse: the operands of this op must have the same dtype (Relay does not promote); "
                   "convert one with fuse::cast<T>(...)");
     static_assert(operand_dtype_is_integer<Op, T0>, "fuse: this op takes integer operands (int8, uint8, int32, int64)");
+  }
+};
+/// Classification: a floating operand, bool result (isnan, isinf, isfinite).
+struct classify_rule {
+  static constexpr rule_kind kind = rule_kind::classify;
+  template <class T0, class... T>
+  using result = bool;
+  template <class Op, class T0, class... T>
+  static constexpr void check() {
+    static_assert(operand_dtype_is_floating<Op, T0>,
+                  "fuse: this op takes floating operands (float32, float64, float16, bfloat16)");
   }
 };
 /// Comparisons: same-dtype operands (bool allowed), bool result.
@@ -216,6 +228,29 @@ FUSE_HD I shift_left(I a, I b) {
   using U = std::make_unsigned_t<I>;
   if (b < 0 || b >= I(8 * sizeof(I))) return I(0);
   return static_cast<I>(static_cast<U>(static_cast<U>(a) << b));
+}
+/// Integer floor division and modulo (Python's): x / 0 = 0 and x mod 0 = 0 (as divide), MIN / -1
+/// wraps to MIN, MIN mod -1 = 0.
+template <class I>
+FUSE_HD I int_floor_div(I a, I b) {
+  if (b == 0) return 0;
+  if (b == -1) return lanes<I>::neg(a);
+  I q = static_cast<I>(a / b);
+  if (static_cast<I>(a % b) != 0 && ((a < 0) != (b < 0))) q = static_cast<I>(q - 1);
+  return q;
+}
+template <class I>
+FUSE_HD I int_floor_mod(I a, I b) {
+  if (b == 0 || b == -1) return 0;
+  I r = static_cast<I>(a % b);
+  if (r != 0 && ((r < 0) != (b < 0))) r = static_cast<I>(r + b);
+  return r;
+}
+/// Integer truncating modulo (C's %): x mod 0 = 0, MIN mod -1 = 0.
+template <class I>
+FUSE_HD I int_trunc_mod(I a, I b) {
+  if (b == 0 || b == -1) return 0;
+  return static_cast<I>(a % b);
 }
 /// Two's-complement wrap of an exact integer reference to the bits of dtype T.
 template <class T>
@@ -310,6 +345,81 @@ struct left_shift : integer_rule, binary_op {
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::shift_left(a, b); }
 };
 
+/// floor_divide: floats floor(a / b) (TVM's formula: the rounded quotient, floored); integers
+/// exact floor division, x / 0 = 0, MIN / -1 wraps to MIN.
+struct floor_divide : numeric_rule, binary_op {
+  static constexpr const char* name = "floor_divide";
+  template <class M, class V>
+    requires std::is_floating_point_v<lane_t<V>>
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::floor(lanes<V>::div(a, b)); }
+  template <class M, class I>
+    requires std::is_integral_v<I>
+  FUSE_HD I apply(I a, I b) const { return detail::int_floor_div(a, b); }
+  double reference(double a, double b) const { return std::floor(a / b); }
+  std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_floor_div(a, b); }
+};
+/// floor_mod: floats a - floor(a / b) * b (TVM's formula, the product and difference as one
+/// FMA); integers the modulo with b's sign, x mod 0 = 0.
+struct floor_mod : numeric_rule, binary_op {
+  static constexpr const char* name = "floor_mod";
+  template <class M>
+  FUSE_HD float apply(float a, float b) const { return std::fma(-std::floor(a / b), b, a); }
+  template <class M>
+  FUSE_HD double apply(double a, double b) const { return std::fma(-std::floor(a / b), b, a); }
+  template <class M, class I>
+    requires std::is_integral_v<I>
+  FUSE_HD I apply(I a, I b) const { return detail::int_floor_mod(a, b); }
+  double reference(double a, double b) const { return std::fma(-std::floor(a / b), b, a); }
+  std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_floor_mod(a, b); }
+};
+/// trunc_divide: floats trunc(a / b); integers as divide (truncating, x / 0 = 0).
+struct trunc_divide : numeric_rule, binary_op {
+  static constexpr const char* name = "trunc_divide";
+  template <class M, class V>
+    requires std::is_floating_point_v<lane_t<V>>
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::trunc(lanes<V>::div(a, b)); }
+  template <class M, class I>
+    requires std::is_integral_v<I>
+  FUSE_HD I apply(I a, I b) const { return detail::int_div(a, b); }
+  double reference(double a, double b) const { return std::trunc(a / b); }
+  std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_div(a, b); }
+};
+/// trunc_mod: floats fmod(a, b) (exact, the sign of a); integers C's %, x mod 0 = 0.
+struct trunc_mod : numeric_rule, binary_op {
+  static constexpr const char* name = "trunc_mod";
+  template <class M>
+  FUSE_HD float apply(float a, float b) const { return std::fmod(a, b); }
+  template <class M>
+  FUSE_HD double apply(double a, double b) const { return std::fmod(a, b); }
+  template <class M, class I>
+    requires std::is_integral_v<I>
+  FUSE_HD I apply(I a, I b) const { return detail::int_trunc_mod(a, b); }
+  double reference(double a, double b) const { return std::fmod(a, b); }
+  std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_trunc_mod(a, b); }
+};
+
+// Bitwise ops on integers, computed in the compute type's bits (sign or zero extension commutes
+// with them, so int8 and uint8 results are those of their own width).
+#define FUSE_BITWISE2(NAME, OPERATOR)                                                                  \
+  struct NAME : integer_rule, binary_op {                                                             \
+    static constexpr const char* name = #NAME;                                                        \
+    template <class M, class I>                                                                       \
+      requires std::is_integral_v<I>                                                                  \
+    FUSE_HD I apply(I a, I b) const { return static_cast<I>(a OPERATOR b); }                          \
+    std::int64_t reference(std::int64_t a, std::int64_t b) const { return a OPERATOR b; }            \
+  };
+FUSE_BITWISE2(bitwise_and, &)
+FUSE_BITWISE2(bitwise_or, |)
+FUSE_BITWISE2(bitwise_xor, ^)
+#undef FUSE_BITWISE2
+struct bitwise_not : integer_rule, unary_op {
+  static constexpr const char* name = "bitwise_not";
+  template <class M, class I>
+    requires std::is_integral_v<I>
+  FUSE_HD I apply(I a) const { return static_cast<I>(~a); }
+  std::int64_t reference(std::int64_t a) const { return ~a; }
+};
+
 // ---- unary arithmetic ------------------------------------------------------------------------
 
 struct negative : numeric_rule, unary_op {
@@ -395,6 +505,24 @@ struct clip : numeric_rule, unary_op {
   }
 };
 
+/// nn.prelu(x, alpha, axis=1): x > 0 ? x : alpha * x, with alpha 1-D, the extent of `axis` of
+/// x, broadcast along it (as nn.bias_add's bias). NaN propagates.
+struct prelu : floating_rule, binary_op {
+  static constexpr const char* name = "nn.prelu";
+  /// Operand 1 is 1-D along attribute `axis` of operand 0 (the builder, the Relay type relation
+  /// and interpreter place it there).
+  static constexpr int channel_operand = 1;
+  double axis = 1;
+  template <class Self, class F>
+  static constexpr void attributes(Self& op, F&& f) { f(attribute{"axis", true, true}, op.axis); }
+  template <class M, class V>
+  FUSE_HD FUSE_FORCE_INLINE V apply(V x, V a) const {
+    using L = lanes<V>;
+    return L::select(L::gt(x, L::splat(lane_t<V>(0))), x, L::mul(a, x));
+  }
+  double reference(double x, double a) const { return x > 0 ? x : a * x; }
+};
+
 // ---- floating math -----------------------------------------------------------------------------
 
 #define FUSE_FLOAT_UNARY(NAME, RELAY, FLOAT_EXPR, DOUBLE_EXPR)                         \
@@ -451,6 +579,61 @@ FUSE_LANES_UNARY(floor, "floor", floor, floor)
 FUSE_LANES_UNARY(ceil, "ceil", ceil, ceil)
 FUSE_LANES_UNARY(trunc, "trunc", trunc, trunc)
 #undef FUSE_LANES_UNARY
+
+// ---- more floating math: evaluated in double per lane -----------------------------------------
+// The C library's double function, rounded once to float: within 1 ULP of the correctly rounded
+// float result (0.5 ULP plus the double function's error), the same code on every executor's
+// scalar lane (SIMD executors run these lane by lane). float64 takes the C library function.
+
+#define FUSE_DOUBLE_UNARY(NAME, RELAY)                                                             \
+  struct NAME : floating_rule, unary_op {                                                          \
+    static constexpr const char* name = RELAY;                                                     \
+    template <class M>                                                                             \
+    FUSE_HD float apply(float x) const { return static_cast<float>(std::NAME(static_cast<double>(x))); } \
+    template <class M>                                                                             \
+    FUSE_HD double apply(double x) const { return std::NAME(x); }                                  \
+    double reference(double x) const { return std::NAME(x); }                                      \
+  };
+FUSE_DOUBLE_UNARY(log2, "log2")
+FUSE_DOUBLE_UNARY(log10, "log10")
+FUSE_DOUBLE_UNARY(sin, "sin")
+FUSE_DOUBLE_UNARY(cos, "cos")
+FUSE_DOUBLE_UNARY(tan, "tan")
+FUSE_DOUBLE_UNARY(asin, "asin")
+FUSE_DOUBLE_UNARY(acos, "acos")
+FUSE_DOUBLE_UNARY(atan, "atan")
+FUSE_DOUBLE_UNARY(sinh, "sinh")
+FUSE_DOUBLE_UNARY(cosh, "cosh")
+FUSE_DOUBLE_UNARY(asinh, "asinh")
+FUSE_DOUBLE_UNARY(acosh, "acosh")
+FUSE_DOUBLE_UNARY(atanh, "atanh")
+#undef FUSE_DOUBLE_UNARY
+
+// ---- classification ------------------------------------------------------------------------------
+
+struct isnan : classify_rule, unary_op {
+  static constexpr const char* name = "isnan";
+  template <class M, class V>
+  FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V x) const { return lanes<V>::is_nan(x); }
+  bool reference(double x) const { return std::isnan(x); }
+};
+struct isinf : classify_rule, unary_op {
+  static constexpr const char* name = "isinf";
+  template <class M, class V>
+  FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V x) const {
+    return lanes<V>::eq(lanes<V>::abs(x), lanes<V>::splat(std::numeric_limits<lane_t<V>>::infinity()));
+  }
+  bool reference(double x) const { return std::isinf(x); }
+};
+/// Neither NaN nor infinite.
+struct isfinite : classify_rule, unary_op {
+  static constexpr const char* name = "isfinite";
+  template <class M, class V>
+  FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V x) const {
+    return lanes<V>::lt(lanes<V>::abs(x), lanes<V>::splat(std::numeric_limits<lane_t<V>>::infinity()));
+  }
+  bool reference(double x) const { return std::isfinite(x); }
+};
 
 // ---- comparisons and logic ---------------------------------------------------------------------
 
@@ -536,6 +719,9 @@ inline constexpr bool is_cast<cast<To>> = true;
 /// its operands) and `cast` (a dtype as template argument) have their own builders.
 #define FUSE_ELEMENTWISE_OPS(X)                                                                              \
   X(add) X(subtract) X(multiply) X(divide) X(power) X(maximum) X(minimum) X(right_shift) X(left_shift)       \
+  X(floor_divide) X(floor_mod) X(trunc_divide) X(trunc_mod) X(bitwise_and) X(bitwise_or) X(bitwise_xor)      \
+  X(bitwise_not) X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(asinh)      \
+  X(acosh) X(atanh) X(isnan) X(isinf) X(isfinite) X(prelu)                                                  \
   X(equal) X(not_equal) X(less) X(less_equal) X(greater) X(greater_equal) X(logical_and) X(logical_or)       \
   X(logical_xor) X(logical_not) X(negative) X(abs) X(sign) X(relu) X(leaky_relu) X(clip) X(exp) X(log)       \
   X(tanh) X(sigmoid) X(erf) X(fast_exp) X(fast_tanh) X(fast_erf) X(rsqrt) X(gelu) X(gelu_tanh) X(sqrt) X(round) \
@@ -573,7 +759,15 @@ inline constexpr bool in_relay<gelu_tanh> = false;
 /// Whether an op maps floats to discrete values (rounding to integers, comparisons): its
 /// result jumps where a float operand crosses a boundary (the Relay check's tolerance rule).
 template <class Op>
-inline constexpr bool discrete_result = Op::kind == rule_kind::compare;
+inline constexpr bool discrete_result = Op::kind == rule_kind::compare || Op::kind == rule_kind::classify;
+template <>
+inline constexpr bool discrete_result<floor_divide> = true;
+template <>
+inline constexpr bool discrete_result<floor_mod> = true;
+template <>
+inline constexpr bool discrete_result<trunc_divide> = true;
+template <>
+inline constexpr bool discrete_result<trunc_mod> = true;
 template <>
 inline constexpr bool discrete_result<round> = true;
 template <>
@@ -590,6 +784,10 @@ struct attribute_counter {
   constexpr void operator()(attribute, double&) { ++n; }
 };
 }  // namespace detail
+
+/// Ops with a 1-D operand laid along attribute `axis` of operand 0 (nn.prelu's alpha).
+template <class Op>
+concept has_channel_operand = requires { Op::channel_operand; };
 
 template <class Op>
 concept has_attributes = requires(Op& op, detail::attribute_counter& f) { Op::attributes(op, f); };

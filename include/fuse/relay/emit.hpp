@@ -502,7 +502,9 @@ class emitter {
       for (int i = 0; i < Op::arity; ++i) s += (i ? ", " : "") + arg(static_cast<std::size_t>(i));
       if constexpr (ops::has_attributes<Op>) {
         Op op{};
-        Op::attributes(op, [&](ops::attribute a, double&) { s += ", " + literal(c.real(a.name), 0, dtype{dtype::float_code, 64, 1}); });
+        Op::attributes(op, [&](ops::attribute a, double&) {
+          s += ", " + (a.integer ? std::to_string(c.integer(a.name)) : literal(c.real(a.name), 0, dtype{dtype::float_code, 64, 1}));
+        });
       }
       s += ")";
       return true;

@@ -350,7 +350,11 @@ class interpreter {
   value unary(const Op& op, const value& a, dtype out) {
     value r = value::tensor(out, a.shape);
     for (std::size_t k = 0; k < r.f.size() + r.i.size(); ++k) {
-      if (a.floating()) r.f[k] = hold(op.reference(a.f[k]), out);
+      if (a.floating()) {
+        const auto v = op.reference(a.f[k]);
+        if (r.floating()) r.f[k] = hold(static_cast<double>(v), out);
+        else r.i[k] = static_cast<std::int64_t>(v);  // a bool result (isnan, ...)
+      }
       else if constexpr (requires { op.reference(std::int64_t{}); }) r.i[k] = interp::wrap(op.reference(a.i[k]), out);
     }
     return r;
@@ -381,9 +385,21 @@ class interpreter {
       if (c.node().callee->name != Op::name) return false;
       Op op{};
       if constexpr (ops::has_attributes<Op>) Op::attributes(op, [&](ops::attribute a, double& v) { v = c.real(a.name); });
-      if constexpr (Op::arity == 1) r = unary(op, args[0], t.dt);
-      else if constexpr (Op::arity == 2) r = binary(op, args[0], args[1], t);
-      else r = where(args, t);
+      if constexpr (Op::arity == 1) {
+        r = unary(op, args[0], t.dt);
+      } else if constexpr (ops::has_channel_operand<Op>) {
+        // The channel operand placed along `axis` (extent there, 1 elsewhere), then broadcast.
+        value ch = args[Op::channel_operand];
+        const auto rank = static_cast<std::int64_t>(args[0].shape.size());
+        const std::int64_t ax = c.axis(c.integer("axis"), rank);
+        ch.shape.assign(static_cast<std::size_t>(rank), 1);
+        ch.shape[static_cast<std::size_t>(ax)] = args[Op::channel_operand].shape[0];
+        r = binary(op, args[0], ch, t);
+      } else if constexpr (Op::arity == 2) {
+        r = binary(op, args[0], args[1], t);
+      } else {
+        r = where(args, t);
+      }
       return true;
     }
   }

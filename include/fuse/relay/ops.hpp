@@ -318,6 +318,22 @@ type elementwise(const op_call& c) {
       if (!(d.is_int() || d.is_uint())) c.fail("needs integer operands, not " + d.name());
     if constexpr (Op::kind == K::logical)
       if (!d.is_bool()) c.fail("needs bool operands, not " + d.name());
+    if constexpr (ops::has_channel_operand<Op>) {
+      // Operand 1: one value per channel of `axis` of operand 0 (nn.prelu's alpha).
+      const type& x = c.tensor(0);
+      const type& ch = c.tensor(Op::channel_operand);
+      if (!(ch.dt == d)) c.fail("operands have different dtypes, " + d.name() + " and " + ch.dt.name());
+      const std::int64_t ax = c.axis(c.integer("axis"), static_cast<std::int64_t>(x.shape.size()));
+      if (ch.shape.size() != 1) c.fail("the channel operand must be 1-D, not " + ch.str());
+      const std::int64_t n = x.shape[static_cast<std::size_t>(ax)];
+      if (n >= 0 && ch.shape[0] >= 0 && n != ch.shape[0])
+        c.fail("the channel operand " + ch.str() + " must have the extent of axis " + std::to_string(ax) + " of " + x.str());
+      return x;
+    }
+    if constexpr (Op::kind == K::classify) {
+      if (!d.is_float()) c.fail("needs a floating-point input, not " + d.name());
+      return type::tensor(c.tensor(0).shape, dtype::boolean());
+    }
     if constexpr (Op::arity == 1) return c.tensor(0);
     else return binary(c, Op::kind == K::compare ? std::optional<dtype>(dtype::boolean()) : std::nullopt);
   }
@@ -736,7 +752,7 @@ void add_elementwise(std::vector<op_def>& table) {
     if constexpr (ops::has_attributes<Op>) {
       Op op{};
       Op::attributes(op, [&](ops::attribute a, double& v) {
-        if (a.has_default) defaults.emplace_back(a.name, attr::real(v));
+        if (a.has_default) defaults.emplace_back(a.name, a.integer ? attr::integer(static_cast<std::int64_t>(v)) : attr::real(v));
       });
     }
     table.push_back({Op::name, Op::pattern, Op::arity, Op::arity, std::move(defaults), infer::elementwise<Op>});
