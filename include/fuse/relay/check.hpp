@@ -3,7 +3,8 @@
 // every output with the reference interpreter.
 //
 // Float outputs: the largest error relative to max(1, |reference|), within 1e-4 (float16 and
-// bfloat16 results: 4 ulps of their dtype, rounded at every op in the reference). Integer outputs must match
+// bfloat16 results: 4 ulps of their dtype, rounded at every op in the reference) of the double
+// reference or of the float32-rounded one (where float32 itself is far from exact). Integer outputs must match
 // exactly. Outputs that depend on rounding a float intermediate (a float -> integer cast, round,
 // a float comparison: requantized integers and the floats dequantized from them) are compared
 // with a reference that rounds float32 ops as the fused code does; a reordered float sum can
@@ -295,11 +296,12 @@ inline check_report check_model(module& m, const std::string& source_name, const
   // floats dequantized from them) are compared with the reference that rounds float32 ops as
   // the fused code does (see interpreter::run): a reordered float sum can still flip a tie, so
   // up to 0.1% of their elements may differ. Every other output is compared with the double
-  // reference: integers exactly, floats within the tolerance.
+  // reference: integers exactly, floats within the tolerance of it or of the float32-rounded
+  // reference (the op-by-op float32 program: float32 itself can be far from the exact value, as
+  // in BERT's additive mask (1 - m) * -10000 of a random integer m, whose 7e5 has a 0.06 ulp).
   const std::vector<bool> after_rounding = results_after_rounding(p);
   rep.tie_allowance = std::find(after_rounding.begin(), after_rounding.end(), true) != after_rounding.end();
-  const std::vector<value> want_rounded =
-      rep.tie_allowance ? interpreter::flatten(ip.run("main", params, true)) : std::vector<value>{};
+  const std::vector<value> want_rounded = interpreter::flatten(ip.run("main", params, true));
   std::size_t total = 0, live = 0, int_total = 0, int_diff = 0, tie_total = 0, tie_diff = 0;
   bool floats_ok = true;
   for (std::size_t o = 0; o < want.size(); ++o) {
@@ -315,8 +317,11 @@ inline check_report check_model(module& m, const std::string& source_name, const
       tie_total += rounded;
       if (w.floating()) {
         const double g = got.f[k], r = w.f[k];
-        const double err = (std::isnan(g) && std::isnan(r)) || g == r ? 0.0 : std::fabs(g - r) / std::max(1.0, std::fabs(r));
-        const double e = std::isnan(err) ? INFINITY : err;
+        const auto error_to = [&](double ref) {
+          const double err = (std::isnan(g) && std::isnan(ref)) || g == ref ? 0.0 : std::fabs(g - ref) / std::max(1.0, std::fabs(ref));
+          return std::isnan(err) ? INFINITY : err;
+        };
+        const double e = rounded ? error_to(r) : std::min(error_to(r), error_to(want_rounded[o].f[k]));
         if (rounded && e > tolerance) ++tie_diff;
         else rep.max_rel_err = std::max(rep.max_rel_err, e), floats_ok = floats_ok && e <= tolerance;
         live += r != 0 && std::isfinite(r);
