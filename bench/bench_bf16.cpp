@@ -53,70 +53,48 @@ operands& inputs(const benchmark::State& s) {
   return *cache.back();
 }
 
-void set_flops(benchmark::State& s, double flops) {
+/// Times `product()` (one 2MNK-FLOP product of the shape's operands) and reports its FLOP rate.
+template <class Product>
+void timed(benchmark::State& s, Product&& product) {
+  for (auto _ : s) {
+    product();
+    benchmark::ClobberMemory();
+  }
+  const double flops = 2.0 * static_cast<double>(s.range(0)) * static_cast<double>(s.range(1)) * static_cast<double>(s.range(2));
   s.counters["FLOP"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
-}
-double flops_of(const benchmark::State& s) {
-  return 2.0 * static_cast<double>(s.range(0)) * static_cast<double>(s.range(1)) * static_cast<double>(s.range(2));
 }
 
 void bf16_dpbf16(benchmark::State& s) {
+#if defined(__AVX512BF16__) && defined(__AVX512F__)  // (a lambda in a discarded branch would still be instantiated)
   auto& o = inputs(s);
-  if constexpr (!gm::has_dpbf16) {
-    s.SkipWithError("no AVX512_BF16 in this build");
-    return;
-  } else {
-    for (auto _ : s) {
-      gm::gemm_pairs<gm::pair_kernel::dpbf16>(o.m, o.n, o.k, o.a(), o.b(), o.c.data(), o.n, 1);
-      benchmark::ClobberMemory();
-    }
-    set_flops(s, flops_of(s));
-  }
+  timed(s, [&] { gm::gemm_pairs<gm::pair_kernel::dpbf16>(o.m, o.n, o.k, o.a(), o.b(), o.c.data(), o.n, 1); });
+#else
+  s.SkipWithError("no AVX512_BF16 in this build");
+#endif
 }
 void bf16_widened(benchmark::State& s) {
   auto& o = inputs(s);
-  for (auto _ : s) {
-    gm::gemm<float>(o.m, o.n, o.k, o.a(), o.b(), o.c.data(), o.n, 1);
-    benchmark::ClobberMemory();
-  }
-  set_flops(s, flops_of(s));
+  timed(s, [&] { gm::gemm<float>(o.m, o.n, o.k, o.a(), o.b(), o.c.data(), o.n, 1); });
 }
 void bf16_pairs_fma(benchmark::State& s) {
   auto& o = inputs(s);
-  for (auto _ : s) {
-    gm::gemm_pairs<gm::pair_kernel::widened>(o.m, o.n, o.k, o.a(), o.b(), o.c.data(), o.n, 1);
-    benchmark::ClobberMemory();
-  }
-  set_flops(s, flops_of(s));
+  timed(s, [&] { gm::gemm_pairs<gm::pair_kernel::widened>(o.m, o.n, o.k, o.a(), o.b(), o.c.data(), o.n, 1); });
 }
 void bf16_f32(benchmark::State& s) {
   auto& o = inputs(s);
-  for (auto _ : s) {
-    gm::gemm<float>(o.m, o.n, o.k, gm::strided<float>{o.xf.data(), o.k, 1}, gm::strided<float>{o.wf.data(), 1, o.k},
-                    o.c.data(), o.n, 1);
-    benchmark::ClobberMemory();
-  }
-  set_flops(s, flops_of(s));
+  const gm::strided<float> a{o.xf.data(), o.k, 1}, b{o.wf.data(), 1, o.k};
+  timed(s, [&] { gm::gemm<float>(o.m, o.n, o.k, a, b, o.c.data(), o.n, 1); });
 }
 void bf16_packed_eval(benchmark::State& s) {
   auto& o = inputs(s);
   const auto wp = fuse::pack(o.w);
-  for (auto _ : s) {
-    fuse::eval(o.c, fuse::dense<float>(o.x, wp));
-    benchmark::ClobberMemory();
-  }
-  set_flops(s, flops_of(s));
+  timed(s, [&] { fuse::eval(o.c, fuse::dense<float>(o.x, wp)); });
 }
 void bf16_packed_widened(benchmark::State& s) {
   auto& o = inputs(s);
-  std::vector<unsigned char> raw(gm::packed_b_bytes<float>(o.k, o.n) + 64);
-  void* p = raw.data() + (64 - reinterpret_cast<std::uintptr_t>(raw.data()) % 64) % 64;
-  const auto packed = gm::pack_b_ahead<float>(p, o.b(), o.k, o.n);
-  for (auto _ : s) {
-    gm::gemm_prepacked(o.m, o.n, o.k, o.a(), packed, 0, o.c.data(), o.n, 1);
-    benchmark::ClobberMemory();
-  }
-  set_flops(s, flops_of(s));
+  const gm::detail::aligned_buffer<unsigned char> buffer(gm::packed_b_bytes<float>(o.k, o.n));  // 64-byte aligned
+  const auto packed = gm::pack_b_ahead<float>(buffer.p, o.b(), o.k, o.n);
+  timed(s, [&] { gm::gemm_prepacked(o.m, o.n, o.k, o.a(), packed, 0, o.c.data(), o.n, 1); });
 }
 
 // Peaks: 24 independent accumulators (enough for 4-cycle latency at 2 per cycle), 8 steps each

@@ -105,8 +105,8 @@ void check_product(index_t m, index_t n, index_t k, int variant, std::uint64_t s
   gm::gemm_pairs<Kern>(m, n, k, a.view(), bv, c.data(), crs, ccs);
   CHECK(outside_bound(a, b, j0, c.data(), m, n, crs, ccs, what) == 0);
 
-  std::vector<unsigned char> raw(gm::packed_pairs_b_bytes(k, n + j0) + 64);
-  void* aligned = raw.data() + (64 - reinterpret_cast<std::uintptr_t>(raw.data()) % 64) % 64;
+  const gm::detail::aligned_buffer<unsigned char> buffer(gm::packed_pairs_b_bytes(k, n + j0));  // 64-byte aligned
+  void* aligned = buffer.p;
   const gm::packed_pairs_b packed = gm::pack_pairs_b_ahead(aligned, b.view(), k, n + j0);
   std::fill(c.begin(), c.end(), Out(std::numeric_limits<float>::quiet_NaN()));
   gm::gemm_pairs_prepacked<Kern>(m, n, a.view(), packed, j0, c.data(), crs, ccs);
@@ -144,8 +144,8 @@ TEST_CASE("bfloat16 pairs packed ahead read back as the matrix they were packed 
     CAPTURE(n);
     auto g = test::rng(static_cast<std::uint64_t>(k * 100 + n));
     const matrix b(k, n, (k + n) % 2 == 0, 1, g);
-    std::vector<unsigned char> raw(gm::packed_pairs_b_bytes(k, n) + 64);
-    void* aligned = raw.data() + (64 - reinterpret_cast<std::uintptr_t>(raw.data()) % 64) % 64;
+    const gm::detail::aligned_buffer<unsigned char> buffer(gm::packed_pairs_b_bytes(k, n));  // 64-byte aligned
+    void* aligned = buffer.p;
     const auto p = gm::pack_pairs_b_ahead(aligned, b.view(), k, n);
     CHECK(p.kc % 2 == 0);
     index_t bad = 0;
@@ -243,8 +243,8 @@ TEST_CASE("gemm_bf16 keeps subnormal and tiny bfloat16 operands exact; inf and N
       gm::gemm_bf16<bfloat16>(s.m, s.n, s.k, a.view(), b.view(), cb.data(), s.n, 1);
       CHECK(outside_bound(a, b, 0, cb.data(), s.m, s.n, s.n, 1, std::string(f.what) + ", bfloat16 C") == 0);
       // Weights packed in pairs: the kernel gemm_bf16_prepacked picks for these operands.
-      std::vector<unsigned char> raw(gm::packed_pairs_b_bytes(s.k, s.n) + 64);
-      void* aligned = raw.data() + (64 - reinterpret_cast<std::uintptr_t>(raw.data()) % 64) % 64;
+      const gm::detail::aligned_buffer<unsigned char> buffer(gm::packed_pairs_b_bytes(s.k, s.n));  // 64-byte aligned
+      void* aligned = buffer.p;
       const auto packed = gm::pack_pairs_b_ahead(aligned, b.view(), s.k, s.n);
       gm::gemm_bf16_prepacked<float>(s.m, s.n, a.view(), packed, 0, c.data(), s.n, 1);
       CHECK(outside_bound(a, b, 0, c.data(), s.m, s.n, s.n, 1, std::string(f.what) + ", prepacked") == 0);

@@ -294,6 +294,16 @@ FUSE_FORCE_INLINE void stream_ahead(const Acc* row) {
   __builtin_prefetch(row + ahead + 64 / sizeof(Acc));
 }
 
+/// C's P x NR tile is read (or written) only after the micro-kernel's k steps: fetched now, while
+/// they run.
+template <int P, int NR, class T>
+FUSE_FORCE_INLINE void prefetch_tile(const T* c, index_t rs, index_t cs) {
+  for (int r = 0; r < P; ++r) {
+    __builtin_prefetch(c + r * rs, 1, 3);
+    __builtin_prefetch(c + r * rs + (NR - 1) * cs, 1, 3);
+  }
+}
+
 /// A P x NR tile of accumulators stored at c (or, `accumulate`, added to it): its rows [0, h)
 /// and columns [lo, lo + w), where C's rows are rs apart and its columns cs.
 template <class Acc, int P>
@@ -329,11 +339,7 @@ void micro_kernel(index_t kc, const Acc* __restrict Ap, const Acc* __restrict Bp
   using B = blocking<Acc>;
   using V = typename B::batch;
   constexpr int NRV = B::NRV, W = B::W, NR = B::NR;
-  // C's tile is read (or written) only after the kc steps: fetch it now, while they run.
-  for (int r = 0; r < P; ++r) {
-    __builtin_prefetch(c + r * rs, 1, 3);
-    __builtin_prefetch(c + r * rs + (NR - 1) * cs, 1, 3);
-  }
+  prefetch_tile<P, NR>(c, rs, cs);
   V acc[P][NRV];
   for (int r = 0; r < P; ++r)
     for (int v = 0; v < NRV; ++v) acc[r][v] = V(Acc(0));
@@ -465,6 +471,13 @@ void gemm_dots_rows(index_t m, index_t n, index_t k, strided<T> a, strided<T> b,
   }
 }
 
+/// Whether a product takes the direct form (gemm_dots) rather than the packed, blocked one:
+/// A's rows and B's columns contiguous along k, and few rows or a tiny product.
+template <class TA, class TB>
+constexpr bool takes_direct_form(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b) {
+  return a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768);
+}
+
 /// The direct form for few rows or tiny products: C(i, j) as dot products along k, A's rows
 /// and B's columns read in place (both contiguous along k), sixteen independent accumulators
 /// (four rows by four columns; one row by sixteen columns for a GEMV). For M = 1 this streams
@@ -543,7 +556,7 @@ void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c,
   if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
   if constexpr (std::is_floating_point_v<Acc> && std::is_same_v<TA, TB> &&
                 (std::is_same_v<TA, Acc> || is_float16_dtype<TA>)) {
-    if (a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768)) {
+    if (detail::takes_direct_form(m, n, k, a, b)) {
       detail::gemm_dots<Acc>(m, n, k, a, b, c, rs, cs);
       return;
     }
@@ -703,14 +716,11 @@ packed_b<Acc> pack_b_ahead(void* dst, strided<TB> b, index_t k, index_t n) {
 
 namespace detail {
 
-/// C (m x n, n at most NC; C's column 0 is column j0 of the packing b) = A B rounded to Out:
-/// the float products of at most MC rows at a time (all m rows when A comes packed ahead) into
-/// a float scratch, each rounded once (to nearest even) into C as soon as it is complete. Rows
-/// by MC are gemm_blocked's own A blocks, so A is packed no more often than for a float C.
-template <class Out, class TA>
-void rounded_rows(index_t m, index_t n, index_t k, strided<TA> a, const packed_b<float>& b, index_t j0, Out* c,
-                  index_t rs, index_t cs, const float* a_packed) {
-  const index_t rows = a_packed ? m : std::min<index_t>(m, blocking<float>::MC);
+/// C (m x n, n at most NC) = a float product rounded to Out: `product(i0, mr, scratch)` writes
+/// rows [i0, i0 + mr) of it, `rows` at a time, into a float scratch (row stride n), each element
+/// then rounded once (to nearest even) into C.
+template <class Out, class Product>
+void rounded_rows(index_t m, index_t n, index_t rows, Out* c, index_t rs, index_t cs, Product&& product) {
   constexpr index_t local_elems = 2048;
   alignas(64) float local[local_elems];
   const bool small = rows * n <= local_elems;
@@ -718,9 +728,20 @@ void rounded_rows(index_t m, index_t n, index_t k, strided<TA> a, const packed_b
   float* const scratch = small ? local : heap.p;
   for (index_t i0 = 0; i0 < m; i0 += rows) {
     const index_t mr = std::min(rows, m - i0);
-    gemm_prepacked(mr, n, k, strided<TA>{a.data + i0 * a.rs, a.rs, a.cs}, b, j0, scratch, n, 1, a_packed);
+    product(i0, mr, scratch);  // rows [i0, i0 + mr) into the scratch, row stride n
     for (index_t r = 0; r < mr; ++r) narrow(c + (i0 + r) * rs, cs, scratch + r * n, n);
   }
+}
+/// C (m x n, n at most NC; C's column 0 is column j0 of the packing b) = A B rounded to Out,
+/// at most MC rows at a time (all m rows when A comes packed ahead): gemm_blocked's own A
+/// blocks, so A is packed no more often than for a float C.
+template <class Out, class TA>
+void rounded_rows(index_t m, index_t n, index_t k, strided<TA> a, const packed_b<float>& b, index_t j0, Out* c,
+                  index_t rs, index_t cs, const float* a_packed) {
+  rounded_rows(m, n, a_packed ? m : std::min<index_t>(m, blocking<float>::MC), c, rs, cs,
+               [&](index_t i0, index_t mr, float* scratch) {
+                 gemm_prepacked(mr, n, k, strided<TA>{a.data + i0 * a.rs, a.rs, a.cs}, b, j0, scratch, n, 1, a_packed);
+               });
 }
 
 }  // namespace detail
@@ -736,7 +757,7 @@ void gemm_rounded(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b,
   if (m <= 0 || n <= 0) return;
   if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);
   if constexpr (std::is_same_v<TA, TB>) {
-    if (a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768)) {
+    if (detail::takes_direct_form(m, n, k, a, b)) {
       // Few rows or a tiny product: dot products, each rounded as it is stored.
       detail::gemm_dots<float>(m, n, k, a, b, c, rs, cs);
       return;

@@ -61,9 +61,6 @@ constexpr index_t pairs_of(index_t kc) { return (kc + 1) / 2; }
 /// the sign (least = 0xFFFF: no nonzero value; greatest = 0: none finite and nonzero).
 struct bf16_range {
   std::uint16_t least = 0xFFFF, greatest = 0;
-  constexpr bf16_range merged(bf16_range o) const {
-    return {std::min(least, o.least), std::max(greatest, o.greatest)};
-  }
 };
 
 /// The range of rows x cols values of a strided bfloat16 matrix.
@@ -248,10 +245,7 @@ void pair_micro_kernel(index_t kp, const std::uint32_t* __restrict Ap, const std
   using V = xsimd::batch<float>;
   using U = xsimd::batch<std::uint32_t>;
   constexpr int NRV = Bk::NRV, W = Bk::W, NR = Bk::NR;
-  for (int r = 0; r < P; ++r) {
-    __builtin_prefetch(c + r * rs, 1, 3);
-    __builtin_prefetch(c + r * rs + (NR - 1) * cs, 1, 3);
-  }
+  prefetch_tile<P, NR>(c, rs, cs);
   V acc[P][NRV];
   for (int r = 0; r < P; ++r)
     for (int v = 0; v < NRV; ++v) acc[r][v] = V(0.0f);
@@ -387,21 +381,14 @@ void gemm_pairs_prepacked(index_t m, index_t n, strided<bfloat16> a, const packe
     detail::pairs_blocked<Kern>(m, n, a, b, j0, c, rs, cs);
   } else {
     // At most MC rows by NC columns at a time into a float scratch, each rounded once into C.
-    constexpr index_t MC = pair_blocking::MC, NC = pair_blocking::NC;
-    const index_t rows = std::min(m, MC), cols = std::min(n, NC);
-    constexpr index_t local_elems = 2048;
-    alignas(64) float local[local_elems];
-    const bool small = rows * cols <= local_elems;
-    detail::aligned_buffer<float> heap(small ? 0 : static_cast<std::size_t>(rows * cols));
-    float* const scratch = small ? local : heap.p;
+    constexpr index_t NC = pair_blocking::NC;
     for (index_t jc = 0; jc < n; jc += NC) {
       const index_t nc = std::min(NC, n - jc);
-      for (index_t i0 = 0; i0 < m; i0 += MC) {
-        const index_t mr = std::min(MC, m - i0);
-        detail::pairs_blocked<Kern>(mr, nc, strided<bfloat16>{a.data + i0 * a.rs, a.rs, a.cs}, b, j0 + jc, scratch,
-                                    nc, 1);
-        for (index_t r = 0; r < mr; ++r) detail::narrow(c + (i0 + r) * rs + jc * cs, cs, scratch + r * nc, nc);
-      }
+      detail::rounded_rows(m, nc, std::min(m, pair_blocking::MC), c + jc * cs, rs, cs,
+                           [&](index_t i0, index_t mr, float* scratch) {
+                             detail::pairs_blocked<Kern>(mr, nc, strided<bfloat16>{a.data + i0 * a.rs, a.rs, a.cs}, b,
+                                                         j0 + jc, scratch, nc, 1);
+                           });
     }
   }
 }
@@ -426,16 +413,6 @@ void gemm_pairs(index_t m, index_t n, index_t k, strided<bfloat16> a, strided<bf
   }
 }
 
-/// The kernel for A (m x k) against B of range `b`: the instruction where the CPU has it and it
-/// gives the exact pair kernel's bits, else the widened pair kernel.
-inline pair_kernel pair_kernel_for(strided<bfloat16> a, index_t m, index_t k, bf16_range b) {
-  if constexpr (has_dpbf16) {
-    if (dpbf16_exact(range_of(a, m, k), b)) return pair_kernel::dpbf16;
-  }
-  (void)a, (void)m, (void)k, (void)b;
-  return pair_kernel::widened;
-}
-
 /// C = A B for bfloat16 A and B (strided), Out float or bfloat16. Where the CPU has vdpbf16ps
 /// and the operands allow it (dpbf16_exact), the pair kernel with the instruction; otherwise,
 /// and for the direct form's few rows or tiny products, the float GEMM with the operands widened
@@ -448,8 +425,7 @@ void gemm_bf16(index_t m, index_t n, index_t k, strided<bfloat16> a, strided<bfl
     else gemm_rounded(m, n, k, a, b, c, rs, cs, a_packed);
   };
   if constexpr (has_dpbf16) {
-    if (m <= 0 || n <= 0 || k <= 0 || a_packed || (a.cs == 1 && b.rs == 1 && (m <= 4 || m * n * k <= 32768)))
-      return widened();
+    if (m <= 0 || n <= 0 || k <= 0 || a_packed || detail::takes_direct_form(m, n, k, a, b)) return widened();
     if (dpbf16_exact(range_of(a, m, k), range_of(b, k, n)))
       return gemm_pairs<pair_kernel::dpbf16>(m, n, k, a, b, c, rs, cs);
   }
@@ -462,8 +438,9 @@ template <class Out>
 void gemm_bf16_prepacked(index_t m, index_t n, strided<bfloat16> a, const packed_pairs_b& b, index_t j0, Out* c,
                          index_t rs, index_t cs) {
   if (m <= 0 || n <= 0) return;
-  if (pair_kernel_for(a, m, b.k, b.range) == pair_kernel::dpbf16) {
-    if constexpr (has_dpbf16) return gemm_pairs_prepacked<pair_kernel::dpbf16>(m, n, a, b, j0, c, rs, cs);
+  if constexpr (has_dpbf16) {
+    if (dpbf16_exact(range_of(a, m, b.k), b.range))
+      return gemm_pairs_prepacked<pair_kernel::dpbf16>(m, n, a, b, j0, c, rs, cs);
   }
   gemm_pairs_prepacked<pair_kernel::widened>(m, n, a, b, j0, c, rs, cs);
 }

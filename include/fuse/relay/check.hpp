@@ -146,9 +146,10 @@ inline std::string scales_text(const std::vector<double>& s) {
 inline bool rounds_a_float(const expr* e) {
   if (e->kind != expr_kind::call || e->args.empty() || !e->args[0]->checked.is_tensor() || !e->args[0]->checked.dt.is_float()) return false;
   if (is_op_call(e, "cast")) return !e->checked.dt.is_float();
-  return [&]<class... Op>(ops::op_list<Op...>) {
-    return ((ops::discrete_result<Op> && is_op_call(e, Op::name)) || ...);
-  }(ops::relay_elementwise{});
+  bool discrete = false;
+  if (e->callee && e->callee->kind == expr_kind::op)
+    with_elementwise_op(e->callee->name, [&]<class Op>(std::type_identity<Op>) { discrete = ops::discrete_result<Op>; });
+  return discrete;
 }
 
 /// For each result of the plan: whether its value depends on a rounding of a float (above).

@@ -491,24 +491,18 @@ class emitter {
     out << "  }\n";
   }
 
-  /// fuse::NAME(operands..., attributes...) into s when the call is Op's; false when it is not.
+  /// fuse::NAME(operands..., attributes...): the call of the elementwise op Op of fuse's table.
   template <class Op, class Arg>
-  static bool elementwise(const op_call& c, const Arg& arg, std::string& s) {
-    if constexpr (!ops::in_relay<Op>) {
-      return false;
-    } else {
-      if (c.node().callee->name != Op::name) return false;
-      s = std::string("fuse::") + ops::builder_name<Op> + "(";
-      for (int i = 0; i < Op::arity; ++i) s += (i ? ", " : "") + arg(static_cast<std::size_t>(i));
-      if constexpr (ops::has_attributes<Op>) {
-        Op op{};
-        Op::attributes(op, [&](ops::attribute a, double&) {
-          s += ", " + (a.integer ? std::to_string(c.integer(a.name)) : literal(c.real(a.name), 0, dtype{dtype::float_code, 64, 1}));
-        });
-      }
-      s += ")";
-      return true;
+  static std::string elementwise(const op_call& c, const Arg& arg) {
+    std::string s = std::string("fuse::") + ops::builder_name<Op> + "(";
+    for (int i = 0; i < Op::arity; ++i) s += (i ? ", " : "") + arg(static_cast<std::size_t>(i));
+    if constexpr (ops::has_attributes<Op>) {
+      Op op{};
+      Op::attributes(op, [&](ops::attribute a, double&) {
+        s += ", " + (a.integer ? std::to_string(c.integer(a.name)) : literal(c.real(a.name), 0, dtype{dtype::float_code, 64, 1}));
+      });
     }
+    return s + ")";
   }
 
   std::string call(const expr& e, const std::unordered_map<const expr*, std::string>& local) const {
@@ -525,8 +519,7 @@ class emitter {
     };
     // The elementwise ops of fuse's table (fuse/expr/ops.hpp): fuse::NAME(operands...,
     // attributes...), the builder generated from the same table.
-    std::string s;
-    if ([&]<class... Op>(ops::op_list<Op...>) { return (elementwise<Op>(c, arg, s) || ...); }(ops::relay_elementwise{})) return s;
+    if (std::string s; with_elementwise_op(op, [&]<class Op>(std::type_identity<Op>) { s = elementwise<Op>(c, arg); })) return s;
     if (op == "copy" || op == "annotation.stop_fusion" || op == "on_device" || op == "device_copy") return "";
     const type& t = e.checked;
     const std::string ct = cxx_type(m_, e, t.dt);

@@ -376,31 +376,25 @@ class interpreter {
     return r;
   }
 
-  /// Op applied to args when the call is Op's (r: the result); false when it is not.
+  /// The elementwise op Op of fuse's table applied to args by its reference.
   template <class Op>
-  bool elementwise(const op_call& c, const std::vector<value>& args, const type& t, value& r) {
-    if constexpr (!ops::in_relay<Op>) {
-      return false;
+  value elementwise(const op_call& c, const std::vector<value>& args, const type& t) {
+    Op op{};
+    if constexpr (ops::has_attributes<Op>) Op::attributes(op, [&](ops::attribute a, double& v) { v = c.real(a.name); });
+    if constexpr (Op::arity == 1) {
+      return unary(op, args[0], t.dt);
+    } else if constexpr (ops::has_channel_operand<Op>) {
+      // The channel operand placed along `axis` (extent there, 1 elsewhere), then broadcast.
+      value ch = args[Op::channel_operand];
+      const auto rank = static_cast<std::int64_t>(args[0].shape.size());
+      const std::int64_t ax = c.axis(c.integer("axis"), rank);
+      ch.shape.assign(static_cast<std::size_t>(rank), 1);
+      ch.shape[static_cast<std::size_t>(ax)] = args[Op::channel_operand].shape[0];
+      return binary(op, args[0], ch, t);
+    } else if constexpr (Op::arity == 2) {
+      return binary(op, args[0], args[1], t);
     } else {
-      if (c.node().callee->name != Op::name) return false;
-      Op op{};
-      if constexpr (ops::has_attributes<Op>) Op::attributes(op, [&](ops::attribute a, double& v) { v = c.real(a.name); });
-      if constexpr (Op::arity == 1) {
-        r = unary(op, args[0], t.dt);
-      } else if constexpr (ops::has_channel_operand<Op>) {
-        // The channel operand placed along `axis` (extent there, 1 elsewhere), then broadcast.
-        value ch = args[Op::channel_operand];
-        const auto rank = static_cast<std::int64_t>(args[0].shape.size());
-        const std::int64_t ax = c.axis(c.integer("axis"), rank);
-        ch.shape.assign(static_cast<std::size_t>(rank), 1);
-        ch.shape[static_cast<std::size_t>(ax)] = args[Op::channel_operand].shape[0];
-        r = binary(op, args[0], ch, t);
-      } else if constexpr (Op::arity == 2) {
-        r = binary(op, args[0], args[1], t);
-      } else {
-        r = where(args, t);
-      }
-      return true;
+      return where(args, t);
     }
   }
 
@@ -413,8 +407,7 @@ class interpreter {
     const op_call c(m_, e, *d, at);
     const type& t = e.checked;
     // The elementwise ops of fuse's table (fuse/expr/ops.hpp), each computed by its reference.
-    if (value r; [&]<class... Op>(ops::op_list<Op...>) { return (elementwise<Op>(c, args, t, r) || ...); }(ops::relay_elementwise{}))
-      return r;
+    if (value r; with_elementwise_op(name, [&]<class Op>(std::type_identity<Op>) { r = elementwise<Op>(c, args, t); })) return r;
     if (name == "copy" || name == "annotation.stop_fusion" || name == "on_device" || name == "device_copy") return args[0];
     if (name == "zeros_like" || name == "ones_like") {
       value r = value::tensor(t.dt, t.shape);

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "fuse/expr/ops.hpp"
@@ -757,6 +758,27 @@ void add_elementwise(std::vector<op_def>& table) {
     }
     table.push_back({Op::name, Op::pattern, Op::arity, Op::arity, std::move(defaults), infer::elementwise<Op>});
   }
+}
+
+namespace detail {
+template <class Op, class F>
+bool call_if_named(std::string_view name, F& f) {
+  if constexpr (!ops::in_relay<Op>) {
+    return false;
+  } else {
+    if (name != Op::name) return false;
+    f(std::type_identity<Op>{});
+    return true;
+  }
+}
+}  // namespace detail
+
+/// f(std::type_identity<Op>{}) for the op of fuse's table (fuse/expr/ops.hpp) that Relay calls
+/// `name`; false, and no call, when there is none. The interpreter, the emitter and check find
+/// an elementwise op's descriptor this way.
+template <class F>
+bool with_elementwise_op(std::string_view name, F&& f) {
+  return [&]<class... Op>(ops::op_list<Op...>) { return (detail::call_if_named<Op>(name, f) || ...); }(ops::relay_elementwise{});
 }
 
 /// Every op the frontend supports, by Relay name.
