@@ -22,6 +22,7 @@
 //
 // Exit status: 0 success, 1 bad input (FILE:LINE:COL: error: ... on stderr), 2 bad usage or an
 // internal error (a generated header that does not compile).
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -40,8 +41,10 @@
 #include <fuse/relay/interpreter.hpp>
 #include <fuse/relay/npy.hpp>
 #include <fuse/relay/params.hpp>
+#include <fuse/relay/parser.hpp>
 #include <fuse/relay/pipeline.hpp>
-#include <fuse/relay/tvm_fuse.hpp>
+#include <fuse/relay/plan.hpp>
+#include <fuse/relay/typecheck.hpp>
 
 namespace {
 
@@ -116,12 +119,20 @@ std::vector<std::string> with_qnn_flags(std::vector<std::string> known) {
   return known;
 }
 
-/// The plan options of --planner: fuse's own (the default) or TVM's groups.
-plan_options planner_options(const arguments& args, const module& m) {
+/// The pipeline of --planner: fuse's own planner (the default) or TVM's groups.
+pipeline_options pipeline_options_of(const arguments& args) {
   const std::string planner = args.get("--planner", "fuse");
-  if (planner == "fuse") return {};
-  if (planner == "tvm") return tvm_planner_options(m);
-  throw usage_error{"--planner " + planner + ": fuse or tvm"};
+  if (planner != "fuse" && planner != "tvm") throw usage_error{"--planner " + planner + ": fuse or tvm"};
+  pipeline_options o;
+  o.tvm_planner = planner == "tvm";
+  return o;
+}
+
+/// check_options::run: `command` through the shell, its output and errors to `log_path`; its
+/// exit status, or -1 when it could not run or was killed.
+int run_command(const std::string& command, const std::string& log_path) {
+  const int raw = std::system((command + " > " + log_path + " 2>&1").c_str());
+  return raw == -1 || !WIFEXITED(raw) ? -1 : WEXITSTATUS(raw);
 }
 
 /// A model as every command runs it (pipeline.hpp's load_model), with the weights of --params
@@ -192,16 +203,14 @@ std::string ops_of(const kernel& k) {
 
 int compile(const arguments& args) {
   module m = load_legalized(args);
-  relay_build_prefix(m);  // TVM counts what relay.build gives FuseOps
-  const std::string tvm = tvm_kernel_count(m);
-  prepare_for_planning(m, args.get("--planner", "fuse") != "tvm");
+  const pipeline_result prepared = compile_pipeline(m, pipeline_options_of(args));
   const std::string out = args.get("-o");
   if (out.empty()) throw usage_error{"missing -o OUT.hpp"};
   const std::string ns = args.get("--namespace", "model");
   for (char c : ns)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
       throw usage_error{"--namespace " + ns + " is not a C++ namespace name"};
-  const plan p = make_plan(m, "main", planner_options(args, m));
+  const plan p = make_plan(m, "main", prepared.planning);
   // Large constants go to OUT.weights beside the header; the model reads them when constructed
   // (from this absolute path unless given another).
   emit_options eo;
@@ -221,20 +230,19 @@ int compile(const arguments& args) {
     for (std::size_t k = 0; k < p.kernels.size(); ++k) std::printf("kernel %zu: %s\n", k, ops_of(p.kernels[k]).c_str());
     std::printf("intermediates: %.1f MB in one arena (%.1f MB unshared); weights file: %zu entries\n", e.arena_bytes / 1e6,
                 e.intermediate_bytes / 1e6, e.weights.size());
-    std::printf("kernels: %zu (tvm: %s)\n", e.kernels, tvm.c_str());
+    std::printf("kernels: %zu (tvm: %s)\n", e.kernels, prepared.tvm_kernels.c_str());
   }
   return 0;
 }
 
 int check(const arguments& args) {
   module m = load_legalized(args);
-  relay_build_prefix(m);  // TVM counts what relay.build gives FuseOps
-  const std::string tvm = tvm_kernel_count(m);
-  prepare_for_planning(m, args.get("--planner", "fuse") != "tvm");
+  const pipeline_result prepared = compile_pipeline(m, pipeline_options_of(args));
   check_options opt;
-  opt.planning = planner_options(args, m);
+  opt.planning = prepared.planning;
   opt.cxx = FUSE_RELAY_CXX;
   opt.flags = FUSE_RELAY_CXX_FLAGS;
+  opt.run = run_command;
   const std::string seed = args.get("--seed", "1");
   char* end = nullptr;
   opt.seed = std::strtoull(seed.c_str(), &end, 10);
@@ -242,8 +250,9 @@ int check(const arguments& args) {
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
   const check_report r = check_model(m, args.model, opt);
   std::filesystem::remove_all(opt.workdir);
-  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s\n", r.kernels, tvm.c_str(),
-              r.max_rel_err, 100 * r.differing, 100 * r.live, check_detail::scales_text(r.input_scales).c_str());
+  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s\n", r.kernels,
+              prepared.tvm_kernels.c_str(), r.max_rel_err, 100 * r.differing, 100 * r.live,
+              check_detail::scales_text(r.input_scales).c_str());
   if (r.internal) {
     std::fprintf(stderr, "%s: internal error (please report it): %s", args.model.c_str(), r.detail.c_str());
     return 2;

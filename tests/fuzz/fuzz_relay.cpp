@@ -6,10 +6,10 @@
 //   * typecheck() on a parsed module either succeeds or throws relay::error;
 //   * a module that type-checks prints to text that parses and type-checks again and is
 //     structurally equal to it (the printer and parser agree on everything they accept);
-//   * what `fuse-relay compile` runs next (pipeline.hpp: qnn legalization, relay.build's
-//     prefix, TVM's count, prepare_for_planning, the planner and the emitter) either succeeds
-//     or throws relay::error. FoldConstant folds no value larger than the constants it is
-//     computed from, so a fuzzed broadcast_to cannot ask it for terabytes.
+//   * what `fuse-relay compile` runs next (qnn legalization, pipeline.hpp's compile_pipeline:
+//     relay.build's prefix, TVM's count, prepare_for_planning; then the planner and the
+//     emitter) either succeeds or throws relay::error. FoldConstant folds no value larger than
+//     the constants it is computed from, so a fuzzed broadcast_to cannot ask it for terabytes.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -19,11 +19,11 @@
 
 #include <fuse/relay/emit.hpp>
 #include <fuse/relay/parser.hpp>
-#include <fuse/relay/passes.hpp>
 #include <fuse/relay/pipeline.hpp>
 #include <fuse/relay/plan.hpp>
 #include <fuse/relay/printer.hpp>
 #include <fuse/relay/qnn.hpp>
+#include <fuse/relay/structural_equal.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 namespace {
@@ -71,10 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   try {
     legalize_qnn(m);
-    relay_build_prefix(m);
-    tvm_kernel_count(m);
-    prepare_for_planning(m);
-    const plan p = make_plan(m);
+    const pipeline_result prepared = compile_pipeline(m);
+    const plan p = make_plan(m, "main", prepared.planning);
     emit_header(m, p, "fuzzed", "fuzz.relay");
   } catch (const error&) {
     return 0;

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
-# Installs fuse from SOURCE into a scratch prefix, then configures, builds and runs a consumer
-# project that finds it with find_package(fuse). Usage: run.sh SOURCE_DIR SCRATCH_DIR
+# Installs this build of fuse (the header-only library and the frontend library already built in
+# BUILD_DIR) into a scratch prefix, then configures, builds and runs a consumer project that finds
+# it with find_package(fuse COMPONENTS relay). Usage: run.sh SOURCE_DIR BUILD_DIR SCRATCH_DIR
 set -euo pipefail
-src=$1 scratch=$2
+src=$1 build=$2 scratch=$3
 rm -rf "$scratch" && mkdir -p "$scratch"
-cmake -S "$src" -B "$scratch/build" -DFUSE_BUILD_TESTS=OFF -DFUSE_BUILD_EXAMPLES=OFF -DFUSE_BUILD_TOOLS=OFF -DFUSE_CUDA=OFF >/dev/null
-cmake --install "$scratch/build" --prefix "$scratch/prefix" >/dev/null
+cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
+if grep -rlE "#include [<\"]nlohmann" "$scratch/prefix/include/fuse"; then
+  echo "installed headers include nlohmann-json (above)"; exit 1
+fi
 cmake -S "$src/tests/install" -B "$scratch/consumer" -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/consumer" >/dev/null
 "$scratch/consumer/consumer"
+"$scratch/consumer/relay_consumer"

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include <fuse/expr/ops.hpp>
 #include <fuse/relay/check.hpp>
 #include <fuse/relay/emit.hpp>
 #include <fuse/relay/metadata.hpp>
@@ -334,6 +335,17 @@ TEST_CASE("check: input magnitudes are chosen per input") {
   CHECK(check_detail::scales_text({1, 1}) == "1");
   CHECK(check_detail::scales_text({0.01, 1000}) == "0.01,1000");
   CHECK(check_detail::scales_text({}) == "1");
+}
+
+TEST_CASE("check: the library runs no command itself") {
+  // check_model compiles and runs a driver only through check_options::run (the tool's and the
+  // suites' runner); without one it says so before writing anything.
+  module m = parse("runner.relay", "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(3), float32]) {\n  exp(%x)\n}\n");
+  typecheck(m);
+  check_options o;
+  o.workdir = (std::filesystem::temp_directory_path() / "fuse_relay_no_runner_never_made").string();
+  CHECK_THROWS_WITH_AS(check_model(m, "runner.relay", o), doctest::Contains("needs a command runner"), error);
+  CHECK_FALSE(std::filesystem::exists(o.workdir));
 }
 
 TEST_CASE("fuse-relay check: generated headers compile, run and match the interpreter") {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <fuse/relay/metadata.hpp>
+#include <fuse/relay/npy.hpp>
 #include <fuse/relay/params.hpp>
 
 #include "relay/programs.hpp"

@@ -19,6 +19,7 @@
 
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/printer.hpp>
+#include <fuse/relay/structural_equal.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 #include "relay/programs.hpp"

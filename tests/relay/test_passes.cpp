@@ -22,6 +22,7 @@
 #include <fuse/relay/passes.hpp>
 #include <fuse/relay/plan.hpp>
 #include <fuse/relay/printer.hpp>
+#include <fuse/relay/structural_equal.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 #include "relay/model_check.hpp"

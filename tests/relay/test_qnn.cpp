@@ -21,7 +21,9 @@
 #include <fuse/relay/interpreter.hpp>
 #include <fuse/relay/metadata.hpp>
 #include <fuse/relay/parser.hpp>
+#include <fuse/relay/passes.hpp>
 #include <fuse/relay/qnn.hpp>
+#include <fuse/relay/structural_equal.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 #include "relay/model_check.hpp"

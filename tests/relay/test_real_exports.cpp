@@ -15,10 +15,13 @@
 
 #include <fuse/core/weights_file.hpp>
 #include <fuse/relay/check.hpp>
+#include <fuse/relay/emit.hpp>
 #include <fuse/relay/interpreter.hpp>
 #include <fuse/relay/metadata.hpp>
+#include <fuse/relay/npy.hpp>
 #include <fuse/relay/params.hpp>
 #include <fuse/relay/parser.hpp>
+#include <fuse/relay/passes.hpp>
 #include <fuse/relay/pipeline.hpp>
 #include <fuse/relay/plan.hpp>
 #include <fuse/relay/typecheck.hpp>

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <fuse/relay/ops.hpp>
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/tvm_fuse.hpp>
 #include <fuse/relay/typecheck.hpp>

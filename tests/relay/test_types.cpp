@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include <fuse/relay/attributes.hpp>
+#include <fuse/relay/ops.hpp>
+#include <fuse/relay/type_relations.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 using namespace fuse::relay;

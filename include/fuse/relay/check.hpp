@@ -11,24 +11,19 @@
 // still flip a tie there, so up to 0.1% of their elements may differ. Inputs that make every output zero or saturated prove nothing, so the
 // magnitude of each random input is chosen on the interpreter (below, `choose_scales`) so that
 // most output elements are live if they can be, and the report gives that share.
+//
+// The library runs no process itself: check_options::run compiles and runs the driver (fuse-relay
+// passes one that goes through the shell).
 #pragma once
 
-#include <cmath>
+#include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <random>
-#include <sstream>
+#include <functional>
 #include <string>
-#include <unordered_set>
 #include <vector>
 
-#include "fuse/expr/ops.hpp"
-#include "fuse/relay/emit.hpp"
 #include "fuse/relay/interpreter.hpp"
-#include "fuse/relay/npy.hpp"
+#include "fuse/relay/ir.hpp"
 #include "fuse/relay/plan.hpp"
 
 namespace fuse::relay {
@@ -40,6 +35,11 @@ struct check_options {
   std::string workdir;      ///< where the header, driver and .npy files go
   double float_tolerance = 1e-4;  ///< float32/float64 outputs; 16-bit floats: 4 ulps of their dtype, if more
   plan_options planning;    ///< how the header is planned (fuse's planner by default)
+  /// Runs `command`, a shell command line (the compiler on the driver; then the driver on the work
+  /// directory), with its standard output and error written to the file `log_path`, and returns its
+  /// exit status (0: success). check_model throws relay::error when it is empty: there is no default,
+  /// as the library spawns no process itself.
+  std::function<int(const std::string& command, const std::string& log_path)> run;
 };
 
 struct check_report {
@@ -59,36 +59,7 @@ namespace check_detail {
 /// Random contents for an input: floats in [-scale, scale], integers in [-100 scale, 100 scale]
 /// within the dtype's range (unsigned from 0), bools at random; the same for a given seed and
 /// input position.
-inline value random_input(const type& t, std::uint64_t seed, std::size_t position, double scale = 1.0) {
-  std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + position + 1);
-  value v = value::tensor(t.dt, t.shape);
-  std::uniform_real_distribution<double> ud(-scale, scale);
-  // Drawn as the dtype holds them (float16 and bfloat16 rounded too): the reference reads the
-  // values the generated code reads from the .npy file.
-  for (double& x : v.f) x = interp::hold(ud(gen), t.dt, true);
-  const double top = t.dt.bits >= 32 ? 1e9 : std::ldexp(1.0, t.dt.bits - (t.dt.is_int() ? 1 : 0)) - 1;
-  const auto hi = static_cast<std::int64_t>(std::max(1.0, std::min(top, std::round(100 * scale))));
-  const std::int64_t lo = t.dt.is_bool() || t.dt.is_uint() ? 0 : -hi;
-  std::uniform_int_distribution<std::int64_t> id(lo, t.dt.is_bool() ? 1 : hi);
-  for (std::int64_t& x : v.i) x = id(gen);
-  return v;
-}
-
-/// The share of elements that are neither zero nor saturated (nor inf/NaN), over all outputs.
-inline double live_share(const std::vector<value>& outs) {
-  std::size_t total = 0, live = 0;
-  for (const value& w : outs)
-    for (std::size_t k = 0; k < static_cast<std::size_t>(w.count()); ++k) {
-      ++total;
-      if (w.floating()) {
-        live += w.f[k] != 0 && std::isfinite(w.f[k]);
-      } else {
-        const std::int64_t lo = w.dt.lowest(), hi = w.dt.highest();
-        live += w.i[k] != 0 && (w.dt.is_bool() || (w.i[k] != lo && w.i[k] != hi));
-      }
-    }
-  return total ? static_cast<double>(live) / static_cast<double>(total) : 0.0;
-}
+value random_input(const type& t, std::uint64_t seed, std::size_t position, double scale = 1.0);
 
 /// The magnitudes a scale search tries, most ordinary first.
 inline constexpr double candidate_scales[] = {1.0, 10.0, 0.1, 100.0, 0.01, 1000.0, 0.001};
@@ -128,233 +99,17 @@ std::vector<double> choose_scales(std::size_t inputs, Live&& live, double enough
 }
 
 /// "1" when every input has one scale, else the list: "1,100,0.01".
-inline std::string scales_text(const std::vector<double>& s) {
-  std::string out;
-  bool same = true;
-  for (double x : s) same = same && x == s.front();
-  for (std::size_t i = 0; i < (same ? std::min<std::size_t>(s.size(), 1) : s.size()); ++i) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%g", s[i]);
-    out += (i ? "," : "") + std::string(buf);
-  }
-  return out.empty() ? "1" : out;
-}
+std::string scales_text(const std::vector<double>& s);
 
-/// Whether a call rounds a float to a discrete value: a cast to an integer or bool, round, floor,
-/// ceil, trunc, or a comparison of floats. Its result flips where a reordered float sum moves an
-/// operand across a boundary (a tie, a threshold).
-inline bool rounds_a_float(const expr* e) {
-  if (e->kind != expr_kind::call || e->args.empty() || !e->args[0]->checked.is_tensor() || !e->args[0]->checked.dt.is_float()) return false;
-  if (is_op_call(e, "cast")) return !e->checked.dt.is_float();
-  bool discrete = false;
-  if (e->callee && e->callee->kind == expr_kind::op)
-    with_elementwise_op(e->callee->name, [&]<class Op>(std::type_identity<Op>) { discrete = ops::discrete_result<Op>; });
-  return discrete;
-}
-
-/// For each result of the plan: whether its value depends on a rounding of a float (above).
-inline std::vector<bool> results_after_rounding(const plan& p) {
-  std::unordered_map<const expr*, bool> memo;
-  std::vector<bool> out;
-  for (const expr* r : p.results) {
-    // Iterative post-order: a node depends when it rounds or any argument depends.
-    std::vector<std::pair<const expr*, bool>> stack{{r, false}};
-    while (!stack.empty()) {
-      auto [e, expanded] = stack.back();
-      stack.pop_back();
-      if (memo.count(e)) continue;
-      if (!expanded) {
-        stack.push_back({e, true});
-        for (const expr* a : e->args)
-          if (!memo.count(a)) stack.push_back({a, false});
-        continue;
-      }
-      bool d = rounds_a_float(e);
-      for (const expr* a : e->args) d = d || memo[a];
-      memo[e] = d;
-    }
-    out.push_back(memo[r]);
-  }
-  return out;
-}
-
-inline std::string driver_source(const emitted& em, const std::string& ns) {
-  std::ostringstream d;
-  d << "#include \"model.hpp\"\n#include <fuse/relay/npy.hpp>\n#include <cstring>\n#include <string>\n\n"
-    << "template <class T, int R>\nfuse::tensor<T, R> load(const std::string& path) {\n"
-    << "  const fuse::relay::constant_data c = fuse::relay::npy::read_file(path);\n"
-    << "  fuse::index_array<R> s{};\n  for (int k = 0; k < R; ++k) s[k] = c.shape[k];\n"
-    << "  fuse::tensor<T, R> t{fuse::dynamic_shape<R>(s)};\n"
-    << "  if (c.bytes.size() != sizeof(T) * static_cast<std::size_t>(t.size())) throw fuse::relay::error(path + \": size\");\n"
-    << "  if (!c.bytes.empty()) std::memcpy(static_cast<void*>(t.data()), c.bytes.data(), c.bytes.size());\n  return t;\n}\n\n"
-    << "template <class T, int R>\nvoid store(const std::string& path, const fuse::tensor<T, R>& t, fuse::relay::dtype dt) {\n"
-    << "  fuse::relay::constant_data c;\n  c.dt = dt;\n  for (int k = 0; k < R; ++k) c.shape.push_back(t.shape()[k]);\n"
-    << "  c.bytes.resize(sizeof(T) * static_cast<std::size_t>(t.size()));\n"
-    << "  if (!c.bytes.empty()) std::memcpy(c.bytes.data(), static_cast<const void*>(t.data()), c.bytes.size());\n"
-    << "  fuse::relay::npy::write_file(path, c);\n}\n\n"
-    << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n  try {\n"
-    << "    static " << ns << "::model m;\n";
-  auto ctype = [](const type& t) {
-    const dtype x = t.dt;
-    if (x.is_bool()) return std::string("bool");
-    if (x.code == dtype::float_code) return std::string(x.bits == 32 ? "float" : x.bits == 64 ? "double" : "fuse::half");
-    if (x.code == dtype::bfloat_code) return std::string("fuse::bfloat16");
-    return std::string(x.is_int() ? "std::int" : "std::uint") + std::to_string(x.bits) + "_t";
-  };
-  for (std::size_t i = 0; i < em.inputs.size(); ++i)
-    d << "    auto in" << i << " = load<" << ctype(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size() << ">(dir + \"/in" << i
-      << ".npy\");\n";
-  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
-    d << "    fuse::tensor<" << ctype(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> out" << o;
-    if (!em.outputs[o].t.shape.empty()) d << "(" << emit_detail::int_list(em.outputs[o].t.shape) << ")";
-    d << ";\n";
-  }
-  d << "    m(";
-  for (std::size_t i = 0; i < em.inputs.size(); ++i) d << (i ? ", " : "") << "std::as_const(in" << i << ").view()";
-  for (std::size_t o = 0; o < em.outputs.size(); ++o) d << (o || !em.inputs.empty() ? ", " : "") << "out" << o << ".view()";
-  d << ");\n";
-  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
-    const dtype x = em.outputs[o].t.dt;
-    d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", " << int(x.bits) << ", "
-      << int(x.lanes) << "});\n";
-  }
-  d << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  return 0;\n}\n";
-  return d.str();
-}
-
-inline int shell(const std::string& cmd, const std::string& log) {
-  const int raw = std::system((cmd + " > " + log + " 2>&1").c_str());
-  return raw == -1 ? -1 : WEXITSTATUS(raw);
-}
-
-inline std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+/// For each result of the plan: whether its value depends on a rounding of a float (a cast of a
+/// float to an integer or bool, round, floor, ceil, trunc, or a comparison of floats).
+std::vector<bool> results_after_rounding(const plan& p);
 
 }  // namespace check_detail
 
 /// Checks @main of a type-checked module (see the file comment). Constants without data get the
-/// random values the generated code was given. Throws relay::error for input fuse cannot run; a
-/// failed comparison or build is reported, not thrown.
-inline check_report check_model(module& m, const std::string& source_name, const check_options& opt) {
-  using namespace check_detail;
-  check_report rep;
-  std::unordered_set<const expr*> constants_from_inputs;
-  const plan p = make_plan(m, "main", opt.planning);
-  const std::filesystem::path dir = std::filesystem::absolute(opt.workdir);
-  std::filesystem::create_directories(dir);
-  emit_options eo;
-  eo.weights_path = (dir / "model.weights").string();
-  emitted em = emit_header(m, p, "fuse_check_model", source_name, eo);
-  rep.kernels = em.kernels;
-  std::ofstream(dir / "model.hpp") << em.header;
-  if (em.weights.size() > 0) {
-    std::ofstream w(eo.weights_path, std::ios::binary);
-    if (!em.weights.write(w)) throw error("cannot write " + eo.weights_path);
-  }
-  std::ofstream(dir / "driver.cpp") << driver_source(em, "fuse_check_model");
-  const std::string exe = (dir / "driver").string();
-  if (shell(opt.cxx + " " + opt.flags + " -o " + exe + " " + (dir / "driver.cpp").string(), (dir / "build.log").string()) != 0) {
-    rep.internal = true;  // a program that type-checks must give a header that compiles
-    rep.detail = "the generated header did not compile:\n" + read_text((dir / "build.log").string());
-    return rep;
-  }
-  // Inputs: the parameters, then the constants the text did not carry (attached to the
-  // module's constant nodes, so the interpreter reads the values the generated code gets).
-  // Magnitudes: inputs whose outputs are all zero or saturated prove nothing, so the scale of
-  // each random input is chosen on the interpreter first (choose_scales).
-  const std::size_t nparams = p.fn->args.size();
-  auto draw = [&](const std::vector<double>& scales) {
-    std::vector<value> in;
-    for (std::size_t i = 0; i < em.inputs.size(); ++i) in.push_back(random_input(em.inputs[i].t, opt.seed, i, scales[i]));
-    for (expr& e : m.nodes)
-      if (e.kind == expr_kind::constant && e.meta && constants_from_inputs.count(&e))
-        for (std::size_t i = nparams; i < em.inputs.size(); ++i)
-          if (em.inputs[i].relay == "meta[" + e.meta->key + "][" + std::to_string(e.meta->index) + "]")
-            e.data = std::make_shared<const constant_data>(interpreter::to_constant(in[i]));
-    return in;
-  };
-  for (expr& e : m.nodes)
-    if (e.kind == expr_kind::constant && !e.data && e.meta) constants_from_inputs.insert(&e);
-  interpreter ip(m);
-  const auto reference = [&](const std::vector<value>& in) {
-    return interpreter::flatten(ip.run("main", std::vector<value>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nparams))));
-  };
-  rep.input_scales = choose_scales(em.inputs.size(), [&](const std::vector<double>& s) { return live_share(reference(draw(s))); });
-  const std::vector<value> inputs = draw(rep.input_scales);  // the constants of the chosen inputs attached
-  const std::vector<value> want = reference(inputs);
-  for (std::size_t i = 0; i < inputs.size(); ++i)
-    npy::write_file((dir / ("in" + std::to_string(i) + ".npy")).string(), interpreter::to_constant(inputs[i]));
-  if (shell(exe + " " + dir.string(), (dir / "run.log").string()) != 0) {
-    rep.detail = "the generated model failed:\n" + read_text((dir / "run.log").string());
-    return rep;
-  }
-  const std::vector<value> params(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(nparams));
-  // Outputs that depend on a rounding of a float intermediate (requantized integers, and the
-  // floats dequantized from them) are compared with the reference that rounds float32 ops as
-  // the fused code does (see interpreter::run): a reordered float sum can still flip a tie, so
-  // up to 0.1% of their elements may differ. Every other output is compared with the double
-  // reference: integers exactly, floats within the tolerance of it or of the float32-rounded
-  // reference (the op-by-op float32 program: float32 itself can be far from the exact value, as
-  // in BERT's additive mask (1 - m) * -10000 of a random integer m, whose 7e5 has a 0.06 ulp).
-  const std::vector<bool> after_rounding = results_after_rounding(p);
-  rep.tie_allowance = std::find(after_rounding.begin(), after_rounding.end(), true) != after_rounding.end();
-  // The float32-rounded run, computed when an output needs it (rounded outputs, or a float
-  // output beyond the tolerance of the double reference): one more interpreter run.
-  std::vector<value> want_rounded;
-  const auto rounded_reference = [&]() -> const std::vector<value>& {
-    if (want_rounded.empty()) want_rounded = interpreter::flatten(ip.run("main", params, true));
-    return want_rounded;
-  };
-  if (rep.tie_allowance) rounded_reference();
-  std::size_t total = 0, live = 0, int_total = 0, int_diff = 0, tie_total = 0, tie_diff = 0;
-  bool floats_ok = true;
-  for (std::size_t o = 0; o < want.size(); ++o) {
-    const value got = interpreter::from_constant(npy::read_file((dir / ("out" + std::to_string(o) + ".npy")).string()));
-    const bool rounded = after_rounding[o];
-    const value& w = rounded ? rounded_reference()[o] : want[o];
-    // A float16/bfloat16 result is rounded at every op in the reference and once per fused tree
-    // in the generated code (float32 accumulation): they agree to a few ulps of the dtype.
-    const double ulp = w.dt.code == dtype::bfloat_code ? 0x1p-7 : w.dt.is_float() && w.dt.bits == 16 ? 0x1p-10 : 0.0;
-    const double tolerance = std::max(opt.float_tolerance, 4 * ulp);
-    for (std::size_t k = 0; k < static_cast<std::size_t>(w.count()); ++k) {
-      ++total;
-      tie_total += rounded;
-      if (w.floating()) {
-        const double g = got.f[k], r = w.f[k];
-        const auto error_to = [&](double ref) {
-          const double err = (std::isnan(g) && std::isnan(ref)) || g == ref ? 0.0 : std::fabs(g - ref) / std::max(1.0, std::fabs(ref));
-          return std::isnan(err) ? INFINITY : err;
-        };
-        double e = error_to(r);
-        if (!rounded && e > tolerance) e = std::min(e, error_to(rounded_reference()[o].f[k]));
-        if (rounded && e > tolerance) ++tie_diff;
-        else rep.max_rel_err = std::max(rep.max_rel_err, e), floats_ok = floats_ok && e <= tolerance;
-        live += r != 0 && std::isfinite(r);
-      } else {
-        const bool differs = got.i[k] != w.i[k];
-        if (rounded) tie_diff += differs;
-        else ++int_total, int_diff += differs;
-        const std::int64_t lo = w.dt.lowest(), hi = w.dt.highest();
-        live += w.i[k] != 0 && (w.dt.is_bool() || (w.i[k] != lo && w.i[k] != hi));
-      }
-    }
-  }
-  rep.differing = tie_total ? static_cast<double>(tie_diff) / static_cast<double>(tie_total) : 0.0;
-  rep.live = total ? static_cast<double>(live) / static_cast<double>(total) : 0.0;
-
-  const bool ints_ok = int_diff == 0;
-  const bool ties_ok = rep.differing <= 0.001;
-  rep.ok = floats_ok && ints_ok && ties_ok;
-  if (!floats_ok) rep.detail += "float outputs differ from the reference by up to " + std::to_string(rep.max_rel_err) + "\n";
-  if (!ints_ok) rep.detail += std::to_string(int_diff) + " of " + std::to_string(int_total) + " integer output elements differ\n";
-  if (!ties_ok)
-    rep.detail += std::to_string(tie_diff) + " of " + std::to_string(tie_total) +
-                  " output elements after a float rounding differ from the float32-rounded reference (allowed: 0.1%)\n";
-  return rep;
-}
+/// random values the generated code was given. Throws relay::error for input fuse cannot run and
+/// when `opt.run` is empty; a failed comparison or build is reported, not thrown.
+check_report check_model(module& m, const std::string& source_name, const check_options& opt);
 
 }  // namespace fuse::relay

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -18,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "fuse/core/half.hpp"
 #include "fuse/relay/source.hpp"
 
 namespace fuse::relay {
@@ -57,6 +55,7 @@ struct dtype {
   std::size_t bytes() const { return (static_cast<std::size_t>(bits) * lanes + 7) / 8; }
 
   /// TVM's spelling: float32, int8, uint8, bool, bfloat16, float32x4.
+  // Inline: npy.hpp (and so the driver `fuse-relay check` compiles without this library) names dtypes.
   std::string name() const {
     std::string s;
     if (is_bool()) s = "bool";
@@ -69,35 +68,7 @@ struct dtype {
   }
   /// Parses TVM's spelling (int8, float32x4; `int`, `uint` and `float` are 32 bits, `bfloat`
   /// 16, as TVM reads them); nullopt when it is not a dtype name.
-  static std::optional<dtype> parse(std::string_view s) {
-    if (s == "bool") return boolean();
-    dtype d;
-    std::string_view rest;
-    if (s.starts_with("uint")) d.code = uint_code, rest = s.substr(4);
-    else if (s.starts_with("int")) d.code = int_code, rest = s.substr(3);
-    else if (s.starts_with("float")) d.code = float_code, rest = s.substr(5);
-    else if (s.starts_with("bfloat")) d.code = bfloat_code, rest = s.substr(6);
-    else return std::nullopt;
-    auto number = [](std::string_view t, unsigned& out) {
-      if (t.empty() || t.size() > 5) return false;
-      out = 0;
-      for (char c : t) {
-        if (c < '0' || c > '9') return false;
-        out = out * 10 + static_cast<unsigned>(c - '0');
-      }
-      return true;
-    };
-    const std::size_t x = rest.find('x');
-    unsigned bits = 0, lanes = 1;
-    // TVM's String2DLDataType: the bits may be left out (int, uint, float: 32; bfloat: 16).
-    if (x == 0 || rest.empty()) bits = d.code == bfloat_code ? 16 : 32;
-    else if (!number(rest.substr(0, x), bits)) return std::nullopt;
-    if (x != std::string_view::npos && !number(rest.substr(x + 1), lanes)) return std::nullopt;
-    if (bits == 0 || bits > 64 || lanes == 0 || lanes > 65535) return std::nullopt;
-    d.bits = static_cast<std::uint8_t>(bits);
-    d.lanes = static_cast<std::uint16_t>(lanes);
-    return d;
-  }
+  static std::optional<dtype> parse(std::string_view s);
   friend bool operator==(const dtype&, const dtype&) = default;
 };
 
@@ -119,49 +90,13 @@ struct type {
   std::vector<type> ret;  // 0 or 1 element (a vector: type is incomplete inside its own definition)
   std::string name;
 
-  static type tensor(std::vector<std::int64_t> shape, relay::dtype dt) {
-    type t;
-    t.k = kind::tensor;
-    t.shape = std::move(shape);
-    t.dt = dt;
-    return t;
-  }
-  static type tuple(std::vector<type> fields) {
-    type t;
-    t.k = kind::tuple;
-    t.fields = std::move(fields);
-    return t;
-  }
+  static type tensor(std::vector<std::int64_t> shape, relay::dtype dt);
+  static type tuple(std::vector<type> fields);
   bool is_tensor() const { return k == kind::tensor; }
   bool known() const { return k != kind::incomplete; }
 
   /// As TVM prints it: Tensor[(2, 3), float32], float32 (0-d), (Tensor[...], ...), fn (...) -> R.
-  std::string str() const {
-    switch (k) {
-      case kind::incomplete: return "_";
-      case kind::tensor: {
-        if (shape.empty()) return dt.name();
-        std::string s = "Tensor[(";
-        for (std::size_t i = 0; i < shape.size(); ++i) {
-          if (i) s += ", ";
-          s += shape[i] < 0 ? std::string("?") : std::to_string(shape[i]);
-        }
-        return s + "), " + dt.name() + "]";
-      }
-      case kind::tuple: {
-        std::string s = "(";
-        for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? ", " : "") + fields[i].str();
-        return s + (fields.size() == 1 ? ",)" : ")");
-      }
-      case kind::func: {
-        std::string s = "fn (";
-        for (std::size_t i = 0; i < fields.size(); ++i) s += (i ? ", " : "") + fields[i].str();
-        return s + ") -> " + (ret.empty() ? std::string("_") : ret[0].str());
-      }
-      case kind::named: return name;
-    }
-    return "_";
-  }
+  std::string str() const;
   friend bool operator==(const type& a, const type& b) {
     return a.k == b.k && a.shape == b.shape && (a.k != kind::tensor || a.dt == b.dt) && a.fields == b.fields &&
            a.ret == b.ret && a.name == b.name;
@@ -185,52 +120,14 @@ struct constant_data {
   }
 
   /// The little-endian bits of element k.
-  std::uint64_t raw(std::size_t k) const {
-    const std::size_t es = dt.bytes();
-    std::uint64_t bits = 0;
-    for (std::size_t b = 0; b < es && b < 8; ++b) bits |= static_cast<std::uint64_t>(bytes[k * es + b]) << (8 * b);
-    return bits;
-  }
-  void set_raw(std::size_t k, std::uint64_t bits) {
-    const std::size_t es = dt.bytes();
-    for (std::size_t b = 0; b < es && b < 8; ++b) bytes[k * es + b] = static_cast<unsigned char>(bits >> (8 * b));
-  }
+  std::uint64_t raw(std::size_t k) const;
+  void set_raw(std::size_t k, std::uint64_t bits);
   /// Element k of a floating dtype (float16, bfloat16, float32, float64), exactly, as a double.
-  double real(std::size_t k) const {
-    const std::uint64_t bits = raw(k);
-    if (dt.code == relay::dtype::bfloat_code) return static_cast<float>(fuse::bfloat16::from_bits(static_cast<std::uint16_t>(bits)));
-    if (dt.bits == 16) return static_cast<float>(fuse::half::from_bits(static_cast<std::uint16_t>(bits)));
-    if (dt.bits == 32) {
-      float x;
-      const auto u = static_cast<std::uint32_t>(bits);
-      std::memcpy(&x, &u, 4);
-      return x;
-    }
-    double x;
-    std::memcpy(&x, &bits, 8);
-    return x;
-  }
+  double real(std::size_t k) const;
   /// Element k of an integer dtype, sign- or zero-extended; of bool, 0 or 1.
-  std::int64_t integer(std::size_t k) const {
-    const std::uint64_t bits = raw(k);
-    if (dt.is_bool()) return bits != 0;
-    if (dt.is_int() && dt.bits < 64 && ((bits >> (dt.bits - 1)) & 1)) return static_cast<std::int64_t>(bits | ~((std::uint64_t{1} << dt.bits) - 1));
-    return static_cast<std::int64_t>(bits);
-  }
+  std::int64_t integer(std::size_t k) const;
   /// Stores v at element k of a floating dtype, rounded once to its width (nearest even).
-  void set_real(std::size_t k, double v) {
-    if (dt.code == relay::dtype::bfloat_code) return set_raw(k, fuse::bfloat16(v).bits());
-    if (dt.bits == 16) return set_raw(k, fuse::half(v).bits());
-    if (dt.bits == 32) {
-      const float x = static_cast<float>(v);
-      std::uint32_t u;
-      std::memcpy(&u, &x, 4);
-      return set_raw(k, u);
-    }
-    std::uint64_t u;
-    std::memcpy(&u, &v, 8);
-    set_raw(k, u);
-  }
+  void set_real(std::size_t k, double v);
   /// Stores v, wrapped to the width (bool: v != 0), at element k of an integer or bool dtype.
   void set_integer(std::size_t k, std::int64_t v) { set_raw(k, dt.is_bool() ? (v != 0) : static_cast<std::uint64_t>(v)); }
 };
@@ -269,11 +166,8 @@ struct attr_value {
 struct attrs {
   std::vector<std::pair<std::string, attr_value>> items;
 
-  const attr_value* find(std::string_view name) const {
-    for (const auto& [n, v] : items)
-      if (n == name) return &v;
-    return nullptr;
-  }
+  /// The value of attribute `name`, or null when it is not written.
+  const attr_value* find(std::string_view name) const;
   bool empty() const { return items.empty(); }
 };
 
@@ -357,23 +251,11 @@ struct module {
   std::vector<std::shared_ptr<const constant_data>> constants;
   std::deque<expr> nodes;
 
-  expr* make(expr_kind k, location at) {
-    nodes.emplace_back();
-    expr* e = &nodes.back();
-    e->kind = k;
-    e->at = at;
-    return e;
-  }
-  const definition* find(std::string_view name) const {
-    for (const auto& d : defs)
-      if (d.name == name) return &d;
-    return nullptr;
-  }
-  definition* find(std::string_view name) {
-    for (auto& d : defs)
-      if (d.name == name) return &d;
-    return nullptr;
-  }
+  /// A new node of kind `k` at `at`, in this module's arena.
+  expr* make(expr_kind k, location at);
+  /// The definition `@name`, or null.
+  const definition* find(std::string_view name) const;
+  definition* find(std::string_view name);
   /// An error at location `at` of this module's source.
   relay::error error_at(location at, const std::string& message) const { return relay::error(src, at, message); }
 };

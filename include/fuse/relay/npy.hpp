@@ -3,10 +3,10 @@
 // is validated, and the data size is checked against the file before anything is allocated.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>

@@ -9,7 +9,6 @@
 #pragma once
 
 #include <cstddef>
-#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -31,31 +30,14 @@ struct location {
 class source {
  public:
   source() = default;
-  source(std::string name, std::string text) : name_(std::move(name)), text_(std::move(text)) {
-    starts_.push_back(0);
-    for (std::size_t i = 0; i < text_.size(); ++i)
-      if (text_[i] == '\n') starts_.push_back(i + 1);
-  }
+  source(std::string name, std::string text);
   const std::string& name() const { return name_; }
   const std::string& text() const { return text_; }
 
   /// The location of byte offset `at`.
-  location locate(std::size_t at) const {
-    std::size_t lo = 0, hi = starts_.size();
-    while (hi - lo > 1) {
-      const std::size_t mid = (lo + hi) / 2;
-      (starts_[mid] <= at ? lo : hi) = mid;
-    }
-    return {static_cast<int>(lo + 1), static_cast<int>(at - starts_[lo] + 1)};
-  }
+  location locate(std::size_t at) const;
   /// Line `line` (1-based) without its end of line; empty when out of range.
-  std::string_view line(int line) const {
-    if (line < 1 || static_cast<std::size_t>(line) > starts_.size()) return {};
-    const std::size_t b = starts_[static_cast<std::size_t>(line - 1)];
-    std::size_t e = static_cast<std::size_t>(line) < starts_.size() ? starts_[static_cast<std::size_t>(line)] : text_.size();
-    while (e > b && (text_[e - 1] == '\n' || text_[e - 1] == '\r')) --e;
-    return std::string_view(text_).substr(b, e - b);
-  }
+  std::string_view line(int line) const;
 
  private:
   std::string name_;
@@ -76,22 +58,7 @@ class error : public std::runtime_error {
   location where() const { return at_; }
   const std::string& message() const { return message_; }
 
-  static std::string format(const source& src, location at, const std::string& message) {
-    std::string out = src.name() + ":" + std::to_string(at.line) + ":" + std::to_string(at.col) + ": error: " + message;
-    const std::string_view text = src.line(at.line);
-    if (at.line > 0) {
-      out += "\n  ";
-      // Tabs stay tabs under the caret so that it lines up however the terminal shows them.
-      std::string caret = "  ";
-      for (std::size_t i = 0; i < text.size(); ++i) {
-        const char c = text[i];
-        out += (c == '\r') ? ' ' : c;
-        if (static_cast<int>(i) + 1 < at.col) caret += (c == '\t') ? '\t' : ' ';
-      }
-      out += "\n" + caret + "^";
-    }
-    return out;
-  }
+  static std::string format(const source& src, location at, const std::string& message);
 
  private:
   std::string file_;
@@ -100,6 +67,8 @@ class error : public std::runtime_error {
 };
 
 /// The bytes of a file; relay::error "cannot read PATH" when it cannot be read.
+// Inline, as is relay::error(message): npy.hpp uses both, and the driver that `fuse-relay check`
+// generates includes npy.hpp and is compiled without the fuse_relay library.
 inline std::string read_file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw error("cannot read " + path);

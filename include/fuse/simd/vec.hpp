@@ -69,12 +69,13 @@ using mask = xsimd::batch_bool<float, A>;
 
 // ---- masks as bit sets ---------------------------------------------------------------------------
 // Moving a mask between lane types (float <-> double halves) goes through its bits. On AVX-512
-// a mask register already is the bit set.
+// a mask register already is the bit set. (Which kind a register is, is told by its size: the
+// vector type as a template argument would warn that its alignment attribute is ignored.)
 
 template <class T, class A>
 std::uint64_t to_bits(const xsimd::batch_bool<T, A>& m) {
   using R = typename xsimd::batch_bool<T, A>::register_type;
-  if constexpr (std::is_integral_v<R>) {
+  if constexpr (sizeof(R) <= sizeof(std::uint64_t)) {
     return static_cast<std::uint64_t>(static_cast<R>(m));
   } else {
     // A vector register (SSE/AVX): its lanes as bools (xsimd 8 has no movemask accessor).
@@ -90,7 +91,7 @@ template <class T, class A>
 xsimd::batch_bool<T, A> from_bits(std::uint64_t bits) {
   using BB = xsimd::batch_bool<T, A>;
   using R = typename BB::register_type;
-  if constexpr (std::is_integral_v<R>) {
+  if constexpr (sizeof(R) <= sizeof(std::uint64_t)) {
     return BB(static_cast<R>(bits));
   } else {
     using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;

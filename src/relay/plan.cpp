@@ -1,0 +1,268 @@
+// The fusion planner (fuse/relay/plan.hpp).
+
+#include "fuse/relay/plan.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace fuse::relay {
+
+namespace {
+
+using plan_detail::is_call_of;
+
+bool is_contraction(const expr* e) { return is_call_of(e, {"nn.dense", "nn.matmul", "nn.batch_matmul"}); }
+bool is_reduction(const expr* e) {
+  return is_call_of(e, {"sum", "mean", "max", "min", "prod", "variance", "collapse_sum_like", "nn.softmax", "nn.log_softmax", "nn.layer_norm"});
+}
+/// Nodes that pass their input through (no loop of their own).
+bool is_transparent(const expr* e) { return is_call_of(e, {"annotation.stop_fusion", "on_device", "device_copy", "copy"}); }
+
+}  // namespace
+
+plan make_plan(const module& m, const std::string& name, const plan_options& options) {
+  const definition* d = m.find(name);
+  if (!d) throw relay::error("the module has no @" + name);
+  plan p;
+  p.fn = d->fn;
+  const expr* body = d->fn->body;
+
+  // Post-order of the nodes reachable from the body (iterative), and each node's consumers.
+  std::vector<const expr*> order;
+  std::unordered_map<const expr*, int> users;
+  {
+    std::unordered_set<const expr*> seen;
+    std::vector<std::pair<const expr*, bool>> stack{{body, false}};
+    while (!stack.empty()) {
+      auto [e, expanded] = stack.back();
+      stack.pop_back();
+      if (expanded) {
+        order.push_back(e);
+        continue;
+      }
+      if (!seen.insert(e).second) continue;
+      if (e->kind == expr_kind::call && e->callee->kind != expr_kind::op)
+        throw m.error_at(e->at, "the planner runs one function of op calls: inline the functions it calls first");
+      if (e->kind == expr_kind::if_else)
+        throw m.error_at(e->at, "an if is compiled only over a 0-d bool condition and tensor branches of one type (as a where), not " +
+                                    e->checked.str());
+      if (e->kind == expr_kind::let || e->kind == expr_kind::function)
+        throw m.error_at(e->at, "the planner runs one function of op calls: inline lets and closures first (prepare_for_planning)");
+      stack.push_back({e, true});
+      for (const expr* c : e->args) {
+        ++users[c];
+        stack.push_back({c, false});
+      }
+    }
+  }
+
+  // Results: the body, or the fields of a result tuple.
+  std::vector<const expr*> results;
+  if (body->kind == expr_kind::tuple)
+    for (const expr* f : body->args) results.push_back(f);
+  else
+    results.push_back(body);
+  for (const expr* r : results) {
+    if (!r->checked.is_tensor()) throw m.error_at(r->at, "a result must be a tensor, not " + r->checked.str());
+    p.materialized.insert(r);
+  }
+  p.results = results;
+  for (const expr* e : options.store)
+    if ((e->kind == expr_kind::call || e->kind == expr_kind::tuple_get) && e->checked.is_tensor()) p.materialized.insert(e);
+
+  // Tree size of each node within its kernel (materialized nodes and leaves count 0), to decide
+  // whether a shared node is recomputed or stored, and to bound a kernel's expression depth.
+  std::unordered_map<const expr*, int> size, depth;
+  std::unordered_map<const expr*, int> stored_depth;  // a materialized node's own tree depth
+  constexpr int shared_inline_limit = 8;  // ops recomputed per extra consumer at most
+  constexpr int max_tree_depth = 48;      // deeper trees are cut (compile time of the header)
+  constexpr std::size_t max_pass_outputs = 8, max_pass_ops = 512;  // what one merged pass may hold
+  // The size and depth of e's tree over its inputs that are not stored.
+  const auto measure = [&](const expr* e, int own) {
+    int s = own, dp = 0;
+    for (const expr* c : e->args)
+      if (!p.materialized.count(c)) s += size[c], dp = std::max(dp, depth[c]);
+    size[e] = s;
+    depth[e] = dp + own;
+  };
+  for (const expr* e : order) {
+    const int own = e->kind == expr_kind::call ? 1 : 0;  // tuples and projections cost nothing
+    measure(e, own);
+    if (depth[e] > max_tree_depth) {
+      // Store the deepest input and measure again.
+      const expr* deepest = nullptr;
+      for (const expr* c : e->args)
+        if (!p.materialized.count(c) && c->kind == expr_kind::call && (!deepest || depth[c] > depth[deepest])) deepest = c;
+      if (deepest) p.materialized.insert(deepest);
+      measure(e, own);
+    }
+    if (e->kind != expr_kind::call) continue;
+    const int s = size[e];
+    const int u = users[e];
+    const bool tensor = e->checked.is_tensor();
+    if (tensor && (is_reduction(e) || is_call_of(e, {"nn.batch_matmul"}) || (is_contraction(e) && u > 1) ||
+                   (u > 1 && !is_transparent(e) && s > shared_inline_limit)))
+      p.materialized.insert(e);
+    if (p.materialized.count(e)) stored_depth[e] = depth[e], size[e] = 0, depth[e] = 0;
+  }
+
+  std::unordered_map<const expr*, std::size_t> position;
+  for (std::size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
+  // Kernels: one per materialized node, in dependency order; then results of one shape that
+  // read the same contraction merge into one multi-output pass.
+  for (const expr* e : order) {
+    if (!p.materialized.count(e) || e->kind == expr_kind::var || e->kind == expr_kind::constant) continue;
+    kernel k;
+    k.outputs.push_back(e);
+    // The ops of its tree (stopping at materialized nodes), in evaluation order.
+    std::vector<const expr*> stack{e};
+    std::unordered_set<const expr*> in;
+    while (!stack.empty()) {
+      const expr* x = stack.back();
+      stack.pop_back();
+      if (!in.insert(x).second) continue;
+      for (const expr* c : x->args)
+        if (!p.materialized.count(c)) stack.push_back(c);
+    }
+    for (const expr* x : in)
+      if (x->kind == expr_kind::call) k.ops.push_back(x);
+    std::sort(k.ops.begin(), k.ops.end(), [&](const expr* a, const expr* b) { return position.at(a) < position.at(b); });  // producers first
+    p.kernels.push_back(std::move(k));
+  }
+  // Horizontal merge: two kernels whose outputs have one shape and that read a common
+  // contraction run as one pass (the contraction is then computed once, in blocks). The pass
+  // takes the later kernel's place, so it is legal when no kernel in between reads the earlier
+  // one's outputs. Each kernel merges into the first later kernel that qualifies; candidates come
+  // from indexes (who reads a node, who computes a contraction), so planning stays near-linear
+  // in the program's size (an unrolled 100k-op model has thousands of kernels).
+  std::unordered_map<const expr*, std::set<std::size_t>> readers;  // node -> kernels whose ops read it
+  std::unordered_map<const expr*, std::set<std::size_t>> holders;  // contraction -> kernels computing it
+  const auto index_kernel = [&](const kernel& k, std::size_t at) {
+    for (const expr* x : k.ops) {
+      if (is_contraction(x)) holders[x].insert(at);
+      for (const expr* c : x->args) readers[c].insert(at);
+    }
+  };
+  for (std::size_t k = 0; k < p.kernels.size(); ++k) index_kernel(p.kernels[k], k);
+  // Kernels whose outputs are elementwise trees (not a reduction, softmax or contraction at the
+  // root, which have kernels of their own) can share a pass.
+  const auto is_tree_kernel = [&](const kernel& k) {
+    for (const expr* o : k.outputs)
+      if (is_reduction(o) || is_contraction(o)) return false;
+    return true;
+  };
+  const auto is_result = [&](const expr* e) { return std::find(results.begin(), results.end(), e) != results.end(); };
+  // Whether an op of b under a contraction's operands (within b's tree) reads a's outputs.
+  const auto reads_under_contraction = [&](const kernel& b, const kernel& a) {
+    const std::unordered_set<const expr*> own(b.ops.begin(), b.ops.end());
+    const std::unordered_set<const expr*> outs(a.outputs.begin(), a.outputs.end());
+    std::vector<const expr*> stack;
+    for (const expr* x : b.ops)
+      if (is_contraction(x)) stack.insert(stack.end(), x->args.begin(), x->args.end());
+    std::unordered_set<const expr*> seen;
+    while (!stack.empty()) {
+      const expr* x = stack.back();
+      stack.pop_back();
+      if (outs.count(x)) return true;
+      if (!own.count(x) || !seen.insert(x).second) continue;
+      stack.insert(stack.end(), x->args.begin(), x->args.end());
+    }
+    return false;
+  };
+  // Whether b's ops read any of a's outputs.
+  const auto reads_outputs = [&](const kernel& b, const kernel& a) {
+    const std::unordered_set<const expr*> outs(a.outputs.begin(), a.outputs.end());
+    for (const expr* x : b.ops)
+      for (const expr* c : x->args)
+        if (outs.count(c)) return true;
+    return false;
+  };
+  // The ops one pass of a's and b's outputs evaluates, counted with multiplicity: inside the
+  // pass a node is evaluated once per read (the library evaluates a tree per output and a shared
+  // subtree per reader), a's outputs included where b reads them. A contraction counts once
+  // wherever it is read (the blocked epilogue computes each block of it once).
+  const auto merged_work = [&](const kernel& a, const kernel& b) {
+    std::unordered_set<const expr*> outs(a.outputs.begin(), a.outputs.end());
+    outs.insert(b.outputs.begin(), b.outputs.end());
+    std::unordered_map<const expr*, std::size_t> memo;
+    const auto work = [&](const auto& self, const expr* x) -> std::size_t {
+      if (x->kind == expr_kind::var || x->kind == expr_kind::constant || x->kind == expr_kind::op) return 0;
+      if (p.materialized.count(x) && !outs.count(x)) return 0;  // read from memory
+      if (auto it = memo.find(x); it != memo.end()) return it->second;
+      std::size_t w = x->kind == expr_kind::call && !is_contraction(x) ? 1 : 0;
+      for (const expr* c : x->args) w += self(self, c);
+      if (is_contraction(x)) w = std::min<std::size_t>(w, 1);
+      return memo[x] = w;
+    };
+    std::size_t total = 0;
+    for (const expr* o : outs) total += work(work, o);
+    return total;
+  };
+  for (std::size_t a = 0; options.merge_siblings && a < p.kernels.size(); ++a) {
+    kernel& ka = p.kernels[a];
+    if (ka.outputs.empty() || !is_tree_kernel(ka)) continue;
+    // The first later kernel that reads a's outputs: no pass beyond it may take a's place.
+    std::size_t first_reader = p.kernels.size();
+    for (const expr* o : ka.outputs)
+      if (auto it = readers.find(o); it != readers.end())
+        if (auto r = it->second.upper_bound(a); r != it->second.end()) first_reader = std::min(first_reader, *r);
+    // Candidates up to it: sharing a contraction or a read input or stored value (worth one
+    // pass), or reading a's outputs (an LSTM's h' reads c'; a dequantized result reads the
+    // quantized one: in the merged pass it reads their trees, which the pass computes anyway).
+    std::set<std::size_t> candidates;
+    const auto collect = [&](const std::set<std::size_t>& from) {
+      for (auto it = from.upper_bound(a); it != from.end() && *it <= first_reader && *it < p.kernels.size(); ++it) candidates.insert(*it);
+    };
+    for (const expr* x : ka.ops) {
+      if (is_contraction(x)) collect(holders[x]);
+      for (const expr* c : x->args)
+        if (c->kind != expr_kind::call || p.materialized.count(c)) collect(readers[c]);
+    }
+    for (const expr* o : ka.outputs) collect(readers[o]);
+    for (const std::size_t b : candidates) {
+      kernel& kb = p.kernels[b];
+      if (kb.outputs.empty() || ka.outputs[0]->checked.shape != kb.outputs[0]->checked.shape) continue;  // dtypes may differ
+      if (!is_tree_kernel(kb)) continue;
+      // One pass of bounded size: a fuse::eval of a few outputs (the header's compile time).
+      if (ka.outputs.size() + kb.outputs.size() > max_pass_outputs || ka.ops.size() + kb.ops.size() > max_pass_ops) continue;
+      // b may read a's outputs elementwise (h' reads c'), not as a contraction's operand: there
+      // the merged pass would compute a's tree again inside b's prologue (step t + 1 of an
+      // unrolled RNN reads h_t through its dense).
+      if (reads_under_contraction(kb, ka)) continue;
+      // Reading a's outputs: the merged pass reads their trees where b read the stored values,
+      // so only for results (stored anyway), not for nodes stored to cut a deep tree, only while
+      // the trees together stay within the depth bound, and only while recomputing them at most
+      // doubles the pass's work (a value read twice in b would be computed twice, and chains of
+      // such merges would grow exponentially: TVM's 1555-add chain, each add reading the two
+      // before it).
+      if (reads_outputs(kb, ka)) {
+        int da = 0, db = 0;
+        for (const expr* o : ka.outputs) da = std::max(is_result(o) ? 0 : max_tree_depth + 1, std::max(da, stored_depth[o]));
+        for (const expr* o : kb.outputs) db = std::max(db, stored_depth[o]);
+        if (da + db > max_tree_depth) continue;
+        if (merged_work(ka, kb) > 2 * (ka.ops.size() + kb.ops.size()) + 16) continue;
+      }
+      kb.outputs.insert(kb.outputs.begin(), ka.outputs.begin(), ka.outputs.end());
+      std::vector<const expr*> ops = ka.ops;
+      std::unordered_set<const expr*> in(ops.begin(), ops.end());
+      for (const expr* x : kb.ops)
+        if (in.insert(x).second) ops.push_back(x);
+      kb.ops = std::move(ops);
+      index_kernel(ka, b);
+      ka.outputs.clear();
+      ka.ops.clear();
+      break;
+    }
+  }
+  p.kernels.erase(std::remove_if(p.kernels.begin(), p.kernels.end(), [](const kernel& k) { return k.outputs.empty(); }),
+                  p.kernels.end());
+  return p;
+}
+
+}  // namespace fuse::relay
