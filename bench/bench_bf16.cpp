@@ -60,7 +60,8 @@ void timed(benchmark::State& s, Product&& product) {
     product();
     benchmark::ClobberMemory();
   }
-  const double flops = 2.0 * static_cast<double>(s.range(0)) * static_cast<double>(s.range(1)) * static_cast<double>(s.range(2));
+  const double flops =
+      2.0 * static_cast<double>(s.range(0)) * static_cast<double>(s.range(1)) * static_cast<double>(s.range(2));
   s.counters["FLOP"] = benchmark::Counter(flops, benchmark::Counter::kIsIterationInvariantRate);
 }
 
@@ -138,8 +139,8 @@ void peak_dpbf16(benchmark::State& s) {
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
-  for (auto [m, n, k] : {std::tuple<int, int, int>{512, 1024, 1024}, {384, 768, 768}, {128, 3072, 768}, {8, 3072, 768},
-                         {1, 3072, 768}})
+  for (auto [m, n, k] :
+       {std::tuple<int, int, int>{512, 1024, 1024}, {384, 768, 768}, {128, 3072, 768}, {8, 3072, 768}, {1, 3072, 768}})
     b->Args({m, n, k});
 }
 

@@ -72,9 +72,8 @@ double copy_bandwidth = 0;  // bytes/s of copy_d2d, set by it (it runs first)
 void report_bandwidth(benchmark::State& state, double bytes_per_iteration) {
   state.SetBytesProcessed(static_cast<std::int64_t>(bytes_per_iteration * static_cast<double>(state.iterations())));
   if (copy_bandwidth > 0) {
-    state.counters["of_copy_bw"] =
-        benchmark::Counter(bytes_per_iteration * static_cast<double>(state.iterations()) / copy_bandwidth,
-                           benchmark::Counter::kIsRate);
+    state.counters["of_copy_bw"] = benchmark::Counter(
+        bytes_per_iteration * static_cast<double>(state.iterations()) / copy_bandwidth, benchmark::Counter::kIsRate);
   }
 }
 
@@ -100,7 +99,8 @@ void copy_d2d(benchmark::State& state) {
 }
 
 __global__ void copy_float4(const float4* __restrict__ in, float4* __restrict__ out, std::size_t n) {
-  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n; i += std::size_t{gridDim.x} * blockDim.x)
+  for (std::size_t i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x; i < n;
+       i += std::size_t{gridDim.x} * blockDim.x)
     out[i] = in[i];
 }
 
@@ -144,7 +144,8 @@ void seed_tree_naive(benchmark::State& state) {
   events ev;
   for (auto _ : state) {
     CUDA_CHECK(cudaEventRecord(ev.start, stream()));
-    fuse::test::cuda::naive_eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256, 0, stream()>>>(bound, out, rows, cols);
+    fuse::test::cuda::naive_eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256, 0, stream()>>>(
+        bound, out, rows, cols);
     CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
     state.SetIterationTime(ev.seconds());
   }
@@ -162,8 +163,9 @@ __global__ void empty_kernel() {}
 constexpr int launches = 1000;
 
 void report_per_launch(benchmark::State& state) {
-  state.counters["per_launch"] = benchmark::Counter(static_cast<double>(launches) * static_cast<double>(state.iterations()),
-                                                    benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["per_launch"] =
+      benchmark::Counter(static_cast<double>(launches) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
 void launch_empty(benchmark::State& state) {

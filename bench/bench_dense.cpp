@@ -87,8 +87,8 @@ std::string check(const char* variant, const gemm_inputs& d, const float* c) {
   for (index_t j : cols)
     for (index_t i = 0; i < d.m; ++i) at(i, j);
   if (worst <= 1e-4) return {};
-  return std::string(variant) + ": C(" + std::to_string(wi) + ", " + std::to_string(wj) + ") = " +
-         std::to_string(c[wi * d.n + wj]) + " differs from the double-precision dot product (relative error " +
+  return std::string(variant) + ": C(" + std::to_string(wi) + ", " + std::to_string(wj) +
+         ") = " + std::to_string(c[wi * d.n + wj]) + " differs from the double-precision dot product (relative error " +
          std::to_string(worst) + ")";
 }
 
@@ -119,7 +119,8 @@ void run_gemm(benchmark::State& state, const char* variant, Run run) {
 }
 
 void gemm_fuse(benchmark::State& state) {
-  run_gemm(state, "fuse", [](const gemm_inputs& d, fuse::tensor<float, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
+  run_gemm(state, "fuse",
+           [](const gemm_inputs& d, fuse::tensor<float, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
 }
 
 /// fuse over W packed once (fuse::pack), as inference code holds constant weights.
@@ -155,7 +156,7 @@ using row_matrix_i32 = Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynami
 struct s8_inputs {
   index_t m, n, k;
   fuse::tensor<std::int8_t, 2> a, w;
-  row_matrix_i32 a32, w32;  // the same values widened, for Eigen
+  row_matrix_i32 a32, w32;               // the same values widened, for Eigen
   fuse::packed_weights<std::int8_t> wp;  // w packed once, outside every timing
   s8_inputs(index_t m_, index_t n_, index_t k_) : m(m_), n(n_), k(k_), a({m_, k_}), w({n_, k_}) {
     std::mt19937 g(static_cast<std::uint32_t>(m * 5 + n * 3 + k));
@@ -180,7 +181,8 @@ void run_gemm_s8(benchmark::State& state, Run run) {
       std::int64_t s = 0;
       for (index_t p = 0; p < d.k; ++p) s += std::int64_t{d.a(i, p)} * d.w(j, p);
       if (static_cast<std::int32_t>(s) != c(i, j)) {
-        state.SkipWithError(("int8 GEMM: C(" + std::to_string(i) + ", " + std::to_string(j) + ") is not exact").c_str());
+        state.SkipWithError(
+            ("int8 GEMM: C(" + std::to_string(i) + ", " + std::to_string(j) + ") is not exact").c_str());
         return;
       }
     }
@@ -193,11 +195,13 @@ void run_gemm_s8(benchmark::State& state, Run run) {
 }
 
 void gemm_s8_fuse(benchmark::State& state) {
-  run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
+  run_gemm_s8(state,
+              [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.w)); });
 }
 
 void gemm_s8_fuse_packed(benchmark::State& state) {
-  run_gemm_s8(state, [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.wp)); });
+  run_gemm_s8(state,
+              [](const s8_inputs& d, fuse::tensor<std::int32_t, 2>& c) { fuse::eval(c, fuse::dense(d.a, d.wp)); });
 }
 
 void gemm_s8_eigen(benchmark::State& state) {
@@ -277,16 +281,14 @@ void run_gemm_f16(benchmark::State& state, Run run, double acc = 1e-4) {
 
 template <class T, class Out>
 void gemm_f16_fuse(benchmark::State& state) {
-  run_gemm_f16<T, Out>(state, [](const f16_inputs<T>& d, fuse::tensor<Out, 2>& c) {
-    fuse::eval(c, fuse::dense<Out>(d.a, d.w));
-  });
+  run_gemm_f16<T, Out>(
+      state, [](const f16_inputs<T>& d, fuse::tensor<Out, 2>& c) { fuse::eval(c, fuse::dense<Out>(d.a, d.w)); });
 }
 
 template <class T, class Out>
 void gemm_f16_fuse_packed(benchmark::State& state) {
-  run_gemm_f16<T, Out>(state, [](const f16_inputs<T>& d, fuse::tensor<Out, 2>& c) {
-    fuse::eval(c, fuse::dense<Out>(d.a, d.wp));
-  });
+  run_gemm_f16<T, Out>(
+      state, [](const f16_inputs<T>& d, fuse::tensor<Out, 2>& c) { fuse::eval(c, fuse::dense<Out>(d.a, d.wp)); });
 }
 
 /// Eigen's own 16-bit GEMM (Eigen::half / Eigen::bfloat16 hold the same bits as fuse's types).
@@ -296,11 +298,15 @@ void gemm_f16_eigen(benchmark::State& state) {
   using E = std::conditional_t<std::is_same_v<T, fuse::half>, Eigen::half, Eigen::bfloat16>;
   using M = Eigen::Matrix<E, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   static_assert(sizeof(E) == sizeof(T));
-  run_gemm_f16<T, T>(state, [](const f16_inputs<T>& d, fuse::tensor<T, 2>& c) {
-    Eigen::Map<const M> a(reinterpret_cast<const E*>(d.a.data()), d.m, d.k), w(reinterpret_cast<const E*>(d.w.data()), d.n, d.k);
-    Eigen::Map<M> out(reinterpret_cast<E*>(c.data()), d.m, d.n);
-    out.noalias() = a * w.transpose();
-  }, static_cast<double>(state.range(2)) * (std::is_same_v<T, fuse::half> ? 0x1p-11 : 0x1p-8));
+  run_gemm_f16<T, T>(
+      state,
+      [](const f16_inputs<T>& d, fuse::tensor<T, 2>& c) {
+        Eigen::Map<const M> a(reinterpret_cast<const E*>(d.a.data()), d.m, d.k),
+            w(reinterpret_cast<const E*>(d.w.data()), d.n, d.k);
+        Eigen::Map<M> out(reinterpret_cast<E*>(c.data()), d.m, d.n);
+        out.noalias() = a * w.transpose();
+      },
+      static_cast<double>(state.range(2)) * (std::is_same_v<T, fuse::half> ? 0x1p-11 : 0x1p-8));
 }
 
 /// Eigen's 16-bit GEMM only where it takes at most a few seconds per call.
@@ -338,7 +344,10 @@ BENCHMARK(gemm_f16_eigen<fuse::half>)->Name("gemm_f16/eigen")->Apply(shapes_f16_
 BENCHMARK(gemm_f16_fuse<fuse::half, float>)->Name("gemm_f16_f32/fuse")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_f16_fuse_packed<fuse::half, float>)->Name("gemm_f16_f32/fuse_packed")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_f16_fuse<fuse::bfloat16, fuse::bfloat16>)->Name("gemm_bf16/fuse")->Apply(shapes)->UseRealTime();
-BENCHMARK(gemm_f16_fuse_packed<fuse::bfloat16, fuse::bfloat16>)->Name("gemm_bf16/fuse_packed")->Apply(shapes)->UseRealTime();
+BENCHMARK(gemm_f16_fuse_packed<fuse::bfloat16, fuse::bfloat16>)
+    ->Name("gemm_bf16/fuse_packed")
+    ->Apply(shapes)
+    ->UseRealTime();
 BENCHMARK(gemm_f16_eigen<fuse::bfloat16>)->Name("gemm_bf16/eigen")->Apply(shapes_f16_eigen)->UseRealTime();
 BENCHMARK(gemm_f16_fuse<fuse::bfloat16, float>)->Name("gemm_bf16_f32/fuse")->Apply(shapes)->UseRealTime();
 BENCHMARK(gemm_f16_fuse_packed<fuse::bfloat16, float>)->Name("gemm_bf16_f32/fuse_packed")->Apply(shapes)->UseRealTime();

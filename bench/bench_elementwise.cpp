@@ -117,12 +117,12 @@ void gate_floor_nt(benchmark::State& state) {
   for (auto _ : state) {
 #if defined(__AVX512F__)
     for (fuse::index_t i = 0; i < n; i += 16)
-      _mm512_stream_ps(o + i, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)),
-                                            _mm512_loadu_ps(c + i)));
+      _mm512_stream_ps(
+          o + i, _mm512_add_ps(_mm512_add_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)), _mm512_loadu_ps(c + i)));
 #elif defined(__AVX__)
     for (fuse::index_t i = 0; i < n; i += 8)
-      _mm256_stream_ps(o + i, _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)),
-                                            _mm256_loadu_ps(c + i)));
+      _mm256_stream_ps(
+          o + i, _mm256_add_ps(_mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)), _mm256_loadu_ps(c + i)));
 #else
     for (fuse::index_t i = 0; i < n; i += 4)
       _mm_stream_ps(o + i, _mm_add_ps(_mm_add_ps(_mm_loadu_ps(a + i), _mm_loadu_ps(b + i)), _mm_loadu_ps(c + i)));
@@ -142,7 +142,11 @@ constexpr int64_t cached = int64_t{1} << 15;
 BENCHMARK(gate_fused)->Name("gate_chain/fused")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_fused_fast)->Name("gate_chain/fused_fast")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_unfused<fuse::streaming_stores::off>)->Name("gate_chain/unfused")->Arg(dram)->Arg(cached)->UseRealTime();
-BENCHMARK(gate_unfused<fuse::streaming_stores::automatic>)->Name("gate_chain/unfused_nt")->Arg(dram)->Arg(cached)->UseRealTime();
+BENCHMARK(gate_unfused<fuse::streaming_stores::automatic>)
+    ->Name("gate_chain/unfused_nt")
+    ->Arg(dram)
+    ->Arg(cached)
+    ->UseRealTime();
 BENCHMARK(gate_eigen)->Name("gate_chain/eigen")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_floor)->Name("gate_chain/floor")->Arg(dram)->Arg(cached)->UseRealTime();
 BENCHMARK(gate_floor_nt)->Name("gate_chain/floor_nt")->Arg(dram)->Arg(cached)->UseRealTime();

@@ -79,21 +79,45 @@ using accurate = fuse::accurate_math_t;
 using fast = fuse::fast_math_t;
 using batch = xsimd::batch<float>;
 
-void math_exp_fuse(benchmark::State& s) { run_fuse(s, -80.f, 80.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::exp<accurate>(x); }); }
-void math_exp_fast(benchmark::State& s) { run_fuse(s, -80.f, 80.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::exp<fast>(x); }); }
-void math_exp_eigen(benchmark::State& s) { run_eigen(s, -80.f, 80.f, [](const auto& i, auto& o) { o = i.exp(); }); }
+void math_exp_fuse(benchmark::State& s) {
+  run_fuse(s, -80.f, 80.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::exp<accurate>(x); });
+}
+void math_exp_fast(benchmark::State& s) {
+  run_fuse(s, -80.f, 80.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::exp<fast>(x); });
+}
+void math_exp_eigen(benchmark::State& s) {
+  run_eigen(s, -80.f, 80.f, [](const auto& i, auto& o) { o = i.exp(); });
+}
 
-void math_tanh_fuse(benchmark::State& s) { run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::tanh<accurate>(x); }); }
-void math_tanh_fast(benchmark::State& s) { run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::tanh<fast>(x); }); }
-void math_tanh_eigen(benchmark::State& s) { run_eigen(s, -5.f, 5.f, [](const auto& i, auto& o) { o = i.tanh(); }); }
+void math_tanh_fuse(benchmark::State& s) {
+  run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::tanh<accurate>(x); });
+}
+void math_tanh_fast(benchmark::State& s) {
+  run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::tanh<fast>(x); });
+}
+void math_tanh_eigen(benchmark::State& s) {
+  run_eigen(s, -5.f, 5.f, [](const auto& i, auto& o) { o = i.tanh(); });
+}
 
-void math_sigmoid_fuse(benchmark::State& s) { run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::sigmoid<accurate>(x); }); }
-void math_sigmoid_fast(benchmark::State& s) { run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::sigmoid<fast>(x); }); }
-void math_sigmoid_eigen(benchmark::State& s) { run_eigen(s, -5.f, 5.f, [](const auto& i, auto& o) { o = i.logistic(); }); }
+void math_sigmoid_fuse(benchmark::State& s) {
+  run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::sigmoid<accurate>(x); });
+}
+void math_sigmoid_fast(benchmark::State& s) {
+  run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::sigmoid<fast>(x); });
+}
+void math_sigmoid_eigen(benchmark::State& s) {
+  run_eigen(s, -5.f, 5.f, [](const auto& i, auto& o) { o = i.logistic(); });
+}
 
-void math_erf_fuse(benchmark::State& s) { run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::erf<accurate>(x); }); }
-void math_erf_fast(benchmark::State& s) { run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::erf<fast>(x); }); }
-void math_erf_eigen(benchmark::State& s) { run_eigen(s, -5.f, 5.f, [](const auto& i, auto& o) { o = i.erf(); }); }
+void math_erf_fuse(benchmark::State& s) {
+  run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::erf<accurate>(x); });
+}
+void math_erf_fast(benchmark::State& s) {
+  run_fuse(s, -5.f, 5.f, [](batch x) FUSE_LAMBDA_INLINE { return fm::erf<fast>(x); });
+}
+void math_erf_eigen(benchmark::State& s) {
+  run_eigen(s, -5.f, 5.f, [](const auto& i, auto& o) { o = i.erf(); });
+}
 
 }  // namespace
 

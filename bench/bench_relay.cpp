@@ -65,9 +65,10 @@ std::string lstm_program(int ops) {
   std::string s;
   s.reserve(static_cast<std::size_t>(ops) * 110);
   s += "#[version = \"0.0.5\"]\n";
-  s += "def @main(%x: " + tensor({steps > 0 ? steps : 1, batch, input}) + ", %h0: " + bh + ", %c0: " + bh + ", %acc0: " + b1 +
-       ", %w: " + tensor({4 * hidden, input + hidden}) + ", %b: " + tensor({4 * hidden}) + ", %wo: " + tensor({hidden, hidden}) +
-       ", %bo: " + tensor({hidden}) + ") -> (" + bh + ", " + bh + ", " + b1 + ") {\n";
+  s += "def @main(%x: " + tensor({steps > 0 ? steps : 1, batch, input}) + ", %h0: " + bh + ", %c0: " + bh +
+       ", %acc0: " + b1 + ", %w: " + tensor({4 * hidden, input + hidden}) + ", %b: " + tensor({4 * hidden}) +
+       ", %wo: " + tensor({hidden, hidden}) + ", %bo: " + tensor({hidden}) + ") -> (" + bh + ", " + bh + ", " + b1 +
+       ") {\n";
   int n = 0;
   std::string h = "%h0", c = "%c0", acc = "%acc0";
   // One binding; returns its name.
@@ -78,15 +79,18 @@ std::string lstm_program(int ops) {
   };
   const std::string step_in = tensor({batch, input});
   for (int t = 0; t < steps; ++t) {
-    const std::string x3 = bind("strided_slice(%x, begin=[" + std::to_string(t) + ", 0, 0], end=[" + std::to_string(t + 1) + ", " +
-                                    std::to_string(batch) + ", " + std::to_string(input) + "], strides=[1, 1, 1], axes=None)",
-                                tensor({1, batch, input}));
-    const std::string xt = bind("reshape(" + x3 + ", newshape=[" + std::to_string(batch) + ", " + std::to_string(input) + "])", step_in);
+    const std::string x3 =
+        bind("strided_slice(%x, begin=[" + std::to_string(t) + ", 0, 0], end=[" + std::to_string(t + 1) + ", " +
+                 std::to_string(batch) + ", " + std::to_string(input) + "], strides=[1, 1, 1], axes=None)",
+             tensor({1, batch, input}));
+    const std::string xt =
+        bind("reshape(" + x3 + ", newshape=[" + std::to_string(batch) + ", " + std::to_string(input) + "])", step_in);
     const std::string pair = bind("(" + xt + ", " + h + ")", "(" + step_in + ", " + bh + ")");
     const std::string cat = bind("concatenate(" + pair + ", axis=1)", tensor({batch, input + hidden}));
     const std::string d = bind("nn.dense(" + cat + ", %w, units=" + std::to_string(4 * hidden) + ")", b4h);
     const std::string ba = bind("nn.bias_add(" + d + ", %b)", b4h);
-    const std::string sp = bind("split(" + ba + ", indices_or_sections=4, axis=1)", "(" + bh + ", " + bh + ", " + bh + ", " + bh + ")");
+    const std::string sp =
+        bind("split(" + ba + ", indices_or_sections=4, axis=1)", "(" + bh + ", " + bh + ", " + bh + ", " + bh + ")");
     std::array<std::string, 4> gate;
     for (int g = 0; g < 4; ++g) {
       const std::string part = bind(sp + "." + std::to_string(g), bh);
@@ -101,11 +105,13 @@ std::string lstm_program(int ops) {
     const std::string groups = tensor({batch, hidden / 8, 8}), swapped = tensor({batch, 8, hidden / 8});
     const std::string y = bind("nn.dense(" + h + ", %wo, units=" + std::to_string(hidden) + ")", bh);
     const std::string yb = bind("nn.bias_add(" + y + ", %bo)", bh);
-    const std::string r = bind("reshape(" + yb + ", newshape=[" + std::to_string(batch) + ", " + std::to_string(hidden / 8) + ", 8])", groups);
+    const std::string r = bind(
+        "reshape(" + yb + ", newshape=[" + std::to_string(batch) + ", " + std::to_string(hidden / 8) + ", 8])", groups);
     const std::string tr = bind("transpose(" + r + ", axes=[0, 2, 1])", swapped);
     const std::string sm = bind("nn.softmax(" + tr + ")", swapped);
     const std::string back = bind("transpose(" + sm + ", axes=[0, 2, 1])", groups);
-    const std::string flat = bind("reshape(" + back + ", newshape=[" + std::to_string(batch) + ", " + std::to_string(hidden) + "])", bh);
+    const std::string flat =
+        bind("reshape(" + back + ", newshape=[" + std::to_string(batch) + ", " + std::to_string(hidden) + "])", bh);
     const std::string total = bind("sum(" + flat + ", axis=[1], keepdims=True)", b1);
     acc = bind("add(" + acc + ", " + total + ")", b1);
   }
@@ -131,7 +137,8 @@ const std::string& program_text(int ops) {
     s = lstm_program(ops);
     relay::module m = relay::parse("lstm.relay", s);
     if (count_ops(m) != static_cast<std::size_t>(ops))
-      throw std::logic_error("the generator wrote " + std::to_string(count_ops(m)) + " op calls, not " + std::to_string(ops));
+      throw std::logic_error("the generator wrote " + std::to_string(count_ops(m)) + " op calls, not " +
+                             std::to_string(ops));
   }
   return s;
 }
@@ -232,15 +239,16 @@ constexpr int metadata_arrays = 4;
 /// A #[metadata] section (the JSON after it) holding `arrays` float32 constants of `mib` MiB in
 /// all, as TVM's SaveJSON lays them out; and the whole Relay text around it.
 struct metadata_text {
-  std::string text;        // the program with its section
-  std::size_t offset = 0;  // where the JSON starts
-  std::size_t decoded = 0;  // bytes of tensor data
+  std::string text;                                        // the program with its section
+  std::size_t offset = 0;                                  // where the JSON starts
+  std::size_t decoded = 0;                                 // bytes of tensor data
   std::vector<std::pair<std::size_t, std::size_t>> blobs;  // [begin, end) of each base64 string in text
 
   explicit metadata_text(int mib) {
     const std::int64_t rows = static_cast<std::int64_t>(mib) * (1 << 20) / 4 / metadata_arrays / 1024;
-    std::string nodes = "[{\"type_key\": \"\"}, {\"type_key\": \"Map\", \"keys\": [\"relay.Constant\"], \"data\": [2]}, "
-                        "{\"type_key\": \"Array\", \"data\": [";
+    std::string nodes =
+        "[{\"type_key\": \"\"}, {\"type_key\": \"Map\", \"keys\": [\"relay.Constant\"], \"data\": [2]}, "
+        "{\"type_key\": \"Array\", \"data\": [";
     for (int i = 0; i < metadata_arrays; ++i) nodes += (i ? ", " : "") + std::to_string(3 + i);
     nodes += "]}";
     std::vector<std::string> b64;
@@ -257,11 +265,12 @@ struct metadata_text {
       }
       decoded += c.bytes.size();
       b64.push_back(relay::encode_ndarray_base64(c));
-      nodes += ", {\"type_key\": \"relay.Constant\", \"attrs\": {\"_checked_type_\": \"0\", \"data\": \"" + std::to_string(i) +
-               "\", \"span\": \"0\", \"virtual_device_\": \"0\"}}";
+      nodes += ", {\"type_key\": \"relay.Constant\", \"attrs\": {\"_checked_type_\": \"0\", \"data\": \"" +
+               std::to_string(i) + "\", \"span\": \"0\", \"virtual_device_\": \"0\"}}";
     }
     nodes += "]";
-    text = "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(" + std::to_string(rows) + ", 1024), float32]) {\n  add(%x, meta[relay.Constant][0])\n}\n\n#[metadata]\n";
+    text = "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(" + std::to_string(rows) +
+           ", 1024), float32]) {\n  add(%x, meta[relay.Constant][0])\n}\n\n#[metadata]\n";
     offset = text.size();
     text += "{\n  \"root\": 1,\n  \"nodes\": " + nodes + ",\n  \"b64ndarrays\": [\n";
     for (int i = 0; i < metadata_arrays; ++i) {
@@ -288,7 +297,8 @@ void per_byte(benchmark::State& state, const metadata_text& md) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * bytes);
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * bytes);
   // The report's MB/s column (bytes of the section's text per second).
-  state.counters["MB"] = benchmark::Counter(static_cast<double>(bytes) / 1e6, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["MB"] =
+      benchmark::Counter(static_cast<double>(bytes) / 1e6, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void metadata_fuse(benchmark::State& state) {
@@ -333,7 +343,8 @@ void metadata_floor(benchmark::State& state) {
     unsigned char* o = out.data();
     for (const auto& [b, e] : md.blobs) {
       for (std::size_t i = b; i < e; i += 4) {
-        const std::uint32_t v = static_cast<std::uint32_t>(value[text[i]]) << 18 | static_cast<std::uint32_t>(value[text[i + 1]]) << 12 |
+        const std::uint32_t v = static_cast<std::uint32_t>(value[text[i]]) << 18 |
+                                static_cast<std::uint32_t>(value[text[i + 1]]) << 12 |
                                 static_cast<std::uint32_t>(value[text[i + 2]]) << 6 | value[text[i + 3]];
         o[0] = static_cast<unsigned char>(v >> 16);
         o[1] = static_cast<unsigned char>(v >> 8);
@@ -351,14 +362,62 @@ constexpr int metadata_mib = 64;
 
 }  // namespace
 
-BENCHMARK(relay_stage<stage::parse>)->Name("relay_program/parse/fuse")->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(relay_stage<stage::typecheck>)->Name("relay_program/typecheck/fuse")->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(relay_stage<stage::passes>)->Name("relay_program/passes/fuse")->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(relay_stage<stage::plan>)->Name("relay_program/plan/fuse")->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(relay_stage<stage::emit>)->Name("relay_program/emit/fuse")->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(relay_stage<stage::tvm_fuse>)->Name("relay_program/tvm_fuse/fuse")->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(relay_stage<stage::total>)->Name("relay_program/total/fuse")->Arg(10000)->Arg(100000)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(relay_goal)->Name("relay_program/total/goal")->Arg(10000)->Arg(100000)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_stage<stage::parse>)
+    ->Name("relay_program/parse/fuse")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_stage<stage::typecheck>)
+    ->Name("relay_program/typecheck/fuse")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_stage<stage::passes>)
+    ->Name("relay_program/passes/fuse")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_stage<stage::plan>)
+    ->Name("relay_program/plan/fuse")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_stage<stage::emit>)
+    ->Name("relay_program/emit/fuse")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_stage<stage::tvm_fuse>)
+    ->Name("relay_program/tvm_fuse/fuse")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_stage<stage::total>)
+    ->Name("relay_program/total/fuse")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(relay_goal)
+    ->Name("relay_program/total/goal")
+    ->Arg(10000)
+    ->Arg(100000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(metadata_fuse)->Name("relay_metadata/fuse")->Arg(metadata_mib)->UseRealTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(metadata_goal)->Name("relay_metadata/goal")->Arg(metadata_mib)->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(metadata_floor)->Name("relay_metadata/floor")->Arg(metadata_mib)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(metadata_goal)
+    ->Name("relay_metadata/goal")
+    ->Arg(metadata_mib)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(metadata_floor)
+    ->Name("relay_metadata/floor")
+    ->Arg(metadata_mib)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);

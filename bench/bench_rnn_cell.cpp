@@ -85,15 +85,22 @@ auto lstm_outputs(const Gates& g, const C& c) {
 struct lstm_data {
   index_t b, in, hd;
   tensor2 x, h, c;
-  std::vector<tensor2> w;  // [4H, I+H]
+  std::vector<tensor2> w;                       // [4H, I+H]
   std::vector<fuse::packed_weights<float>> wp;  // the same, packed once (fuse::pack)
-  tensor1 bias;            // [4H]
-  tensor2 h_ref, c_ref;    // the anchor: OpenBLAS's GEMM, gate math in double
+  tensor1 bias;                                 // [4H]
+  tensor2 h_ref, c_ref;                         // the anchor: OpenBLAS's GEMM, gate math in double
 
   lstm_data(index_t b_, index_t in_, index_t hd_)
-      : b(b_), in(in_), hd(hd_), x({b_, in_}), h({b_, hd_}), c({b_, hd_}),
-        w(weight_set(4 * hd_, in_ + hd_, 31, 1.0f / std::sqrt(static_cast<float>(in_ + hd_)))), bias({4 * hd_}),
-        h_ref({b_, hd_}), c_ref({b_, hd_}) {
+      : b(b_),
+        in(in_),
+        hd(hd_),
+        x({b_, in_}),
+        h({b_, hd_}),
+        c({b_, hd_}),
+        w(weight_set(4 * hd_, in_ + hd_, 31, 1.0f / std::sqrt(static_cast<float>(in_ + hd_)))),
+        bias({4 * hd_}),
+        h_ref({b_, hd_}),
+        c_ref({b_, hd_}) {
     fuse_bench::fill_uniform(x, 11);
     fuse_bench::fill_uniform(h, 12);
     fuse_bench::fill_uniform(c, 13);
@@ -110,9 +117,10 @@ struct lstm_data {
         h_ref(r, j) = static_cast<float>(sigmoid_d(gate(3)) * std::tanh(cn));
       }
   }
-  double flops() const { return 2.0 * static_cast<double>(b) * static_cast<double>(4 * hd) * static_cast<double>(in + hd); }
+  double flops() const {
+    return 2.0 * static_cast<double>(b) * static_cast<double>(4 * hd) * static_cast<double>(in + hd);
+  }
 };
-
 
 /// Runs one LSTM variant: step(w, h', c') once and checked against the anchor, then timed,
 /// cycling through the copies of W.
@@ -126,8 +134,10 @@ void run_lstm(benchmark::State& state, const char* variant, Step step) {
   step(d.w[0], hn, cn);
   const double one_pass = fuse_bench::last_eval_was_one_pass();
   const auto n = static_cast<std::size_t>(hn.size());
-  std::string err = fuse_bench::compare((std::string(variant) + " c'").c_str(), cn.data(), d.c_ref.data(), n, tolerance);
-  if (err.empty()) err = fuse_bench::compare((std::string(variant) + " h'").c_str(), hn.data(), d.h_ref.data(), n, tolerance);
+  std::string err =
+      fuse_bench::compare((std::string(variant) + " c'").c_str(), cn.data(), d.c_ref.data(), n, tolerance);
+  if (err.empty())
+    err = fuse_bench::compare((std::string(variant) + " h'").c_str(), hn.data(), d.h_ref.data(), n, tolerance);
   if (!err.empty()) {
     state.SkipWithError(err.c_str());
     return;
@@ -160,14 +170,14 @@ void lstm_step(const lstm_data& d, const Weights& w, tensor2& hn, tensor2& cn) {
 
 void lstm_fused(benchmark::State& state) {
   const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
-  run_lstm(state, "fused", [&](const tensor2& w, tensor2& hn, tensor2& cn) {
-    lstm_step(d, d.wp[copy_index(d.w, w)], hn, cn);
-  });
+  run_lstm(state, "fused",
+           [&](const tensor2& w, tensor2& hn, tensor2& cn) { lstm_step(d, d.wp[copy_index(d.w, w)], hn, cn); });
 }
 
 void lstm_fused_unpacked(benchmark::State& state) {
   const lstm_data& d = fuse_bench::inputs_of<lstm_data>(state);
-  run_lstm(state, "fused_unpacked", [&](const tensor2& w, tensor2& hn, tensor2& cn) { lstm_step(d, w.view(), hn, cn); });
+  run_lstm(state, "fused_unpacked",
+           [&](const tensor2& w, tensor2& hn, tensor2& cn) { lstm_step(d, w.view(), hn, cn); });
 }
 
 void lstm_openblas(benchmark::State& state) {
@@ -245,15 +255,21 @@ auto gru_output(const GI& gi, const GH& gh, const H& h) {
 struct gru_data {
   index_t b, in, hd;
   tensor2 x, h;
-  std::vector<tensor2> wi, wh;  // [3H, I], [3H, H]
+  std::vector<tensor2> wi, wh;                        // [3H, I], [3H, H]
   std::vector<fuse::packed_weights<float>> wip, whp;  // the same, packed once
-  tensor1 bi, bh;               // [3H]
+  tensor1 bi, bh;                                     // [3H]
   tensor2 h_ref;
 
   gru_data(index_t b_, index_t in_, index_t hd_)
-      : b(b_), in(in_), hd(hd_), x({b_, in_}), h({b_, hd_}),
+      : b(b_),
+        in(in_),
+        hd(hd_),
+        x({b_, in_}),
+        h({b_, hd_}),
         wi(weight_set(3 * hd_, in_, 41, 1.0f / std::sqrt(static_cast<float>(in_)))),
-        wh(weight_set(3 * hd_, hd_, 42, 1.0f / std::sqrt(static_cast<float>(hd_)))), bi({3 * hd_}), bh({3 * hd_}),
+        wh(weight_set(3 * hd_, hd_, 42, 1.0f / std::sqrt(static_cast<float>(hd_)))),
+        bi({3 * hd_}),
+        bh({3 * hd_}),
         h_ref({b_, hd_}) {
     fuse_bench::fill_uniform(x, 21);
     fuse_bench::fill_uniform(h, 22);
@@ -274,9 +290,10 @@ struct gru_data {
         h_ref(r, j) = static_cast<float>((1 - zg) * ng + zg * h(r, j));
       }
   }
-  double flops() const { return 2.0 * static_cast<double>(b) * static_cast<double>(3 * hd) * static_cast<double>(in + hd); }
+  double flops() const {
+    return 2.0 * static_cast<double>(b) * static_cast<double>(3 * hd) * static_cast<double>(in + hd);
+  }
 };
-
 
 template <class Step>
 void run_gru(benchmark::State& state, const char* variant, Step step) {
@@ -329,7 +346,11 @@ void gru_unfused(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(lstm_fused)->Name("lstm/fused")->Args({64, 1024, 1024})->Args({1, 1024, 1024})->UseRealTime();
-BENCHMARK(lstm_fused_unpacked)->Name("lstm/fused_unpacked")->Args({64, 1024, 1024})->Args({1, 1024, 1024})->UseRealTime();
+BENCHMARK(lstm_fused_unpacked)
+    ->Name("lstm/fused_unpacked")
+    ->Args({64, 1024, 1024})
+    ->Args({1, 1024, 1024})
+    ->UseRealTime();
 BENCHMARK(lstm_openblas)->Name("lstm/openblas")->Args({64, 1024, 1024})->Args({1, 1024, 1024})->UseRealTime();
 BENCHMARK(lstm_eigen)->Name("lstm/eigen")->Args({64, 1024, 1024})->Args({1, 1024, 1024})->UseRealTime();
 BENCHMARK(lstm_floor)->Name("lstm/floor")->Args({1, 1024, 1024})->UseRealTime();

@@ -78,8 +78,8 @@ bool run(index_t batch, index_t dim, int calls, int reps, const char* note) {
   // the block's budget at once, else one per gate.
   const bool one_pass = st.passes == 1 && st.whole_leaves == 0 && st.through_temporaries == 0 &&
                         st.partial_leaves >= st.blocks && st.partial_leaves <= 3 * st.blocks;
-  std::printf("  epilogue_stats: %zu pass, %zu block%s, %zu product blocks, %zu evaluated whole -> %s\n",
-              st.passes, st.blocks, st.blocks == 1 ? "" : "s", st.partial_leaves, st.whole_leaves,
+  std::printf("  epilogue_stats: %zu pass, %zu block%s, %zu product blocks, %zu evaluated whole -> %s\n", st.passes,
+              st.blocks, st.blocks == 1 ? "" : "s", st.partial_leaves, st.whole_leaves,
               one_pass ? "ONE fused pass" : "NOT one pass");
 
   // Check against the double-precision reference on (up to) the first 8 rows: the reference

@@ -45,7 +45,8 @@ int check_and_time(const fuse::tensor<float, 2>& h, const std::vector<double>& r
     const auto t1 = std::chrono::steady_clock::now();
     best = std::min(best, std::chrono::duration<double, std::micro>(t1 - t0).count());
   }
-  std::printf("  %.2f us per step (best of 10 runs of %lld steps)\n", best / double(steps), static_cast<long long>(steps));
+  std::printf("  %.2f us per step (best of 10 runs of %lld steps)\n", best / double(steps),
+              static_cast<long long>(steps));
 
   if (!(max_err <= tol)) {
     std::printf("FAILED: the error exceeds the tolerance\n");

@@ -82,7 +82,8 @@ void run(fuse::index_t batch, fuse::index_t hidden, int reps) {
   };
   const double unfused = best_ms(op_by_op, reps);
   double diff = 0;
-  for (fuse::index_t i = 0; i < out.size(); ++i) diff = std::max(diff, double(std::fabs(out.data()[i] - unfused_out.data()[i])));
+  for (fuse::index_t i = 0; i < out.size(); ++i)
+    diff = std::max(diff, double(std::fabs(out.data()[i] - unfused_out.data()[i])));
   std::printf("  fused (1 loop):       %10.1f us\n", fused * 1e3);
   std::printf("  unfused (5 passes):   %10.1f us   -> fused is %.2fx faster (the two differ by at most %.1e)\n",
               unfused * 1e3, unfused / fused, diff);
@@ -92,10 +93,10 @@ void run(fuse::index_t batch, fuse::index_t hidden, int reps) {
 
 int main() {
   std::printf("fuse demo: the seed's dense->split->gates epilogue, sigmoid(s0) + tanh(s1) * exp(s2)\n\n");
-  run(1, 10, 2000);      // the seed's exact shapes
+  run(1, 10, 2000);  // the seed's exact shapes
   std::printf("\n");
-  run(64, 1024, 50);     // an LSTM/GRU-sized batch: cache-resident
+  run(64, 1024, 50);  // an LSTM/GRU-sized batch: cache-resident
   std::printf("\n");
-  run(4096, 4096, 10);   // 200 MB of gates: memory-bound
+  run(4096, 4096, 10);  // 200 MB of gates: memory-bound
   return 0;
 }

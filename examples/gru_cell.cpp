@@ -120,15 +120,17 @@ int main(int argc, char** argv) {
   fuse::cpu::epilogue_stats = {};
   run_sequence();
   const auto st = fuse::cpu::epilogue_stats;
-  std::printf("GRU cell: batch %lld, input %lld, hidden %lld, %lld steps "
-              "(W_ih: [%lld, %lld], W_hh: [%lld, %lld], packed)\n",
-              static_cast<long long>(batch), static_cast<long long>(input), static_cast<long long>(hidden),
-              static_cast<long long>(steps), static_cast<long long>(3 * hidden), static_cast<long long>(input),
-              static_cast<long long>(3 * hidden), static_cast<long long>(hidden));
-  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f product blocks, %zu whole "
-              "evaluations, %zu passes through temporaries\n",
-              double(st.passes) / double(steps), double(st.blocks) / double(steps),
-              double(st.partial_leaves) / double(steps), st.whole_leaves, st.through_temporaries);
+  std::printf(
+      "GRU cell: batch %lld, input %lld, hidden %lld, %lld steps "
+      "(W_ih: [%lld, %lld], W_hh: [%lld, %lld], packed)\n",
+      static_cast<long long>(batch), static_cast<long long>(input), static_cast<long long>(hidden),
+      static_cast<long long>(steps), static_cast<long long>(3 * hidden), static_cast<long long>(input),
+      static_cast<long long>(3 * hidden), static_cast<long long>(hidden));
+  std::printf(
+      "  per step: %.0f blocked pass, %.1f blocks, %.1f product blocks, %zu whole "
+      "evaluations, %zu passes through temporaries\n",
+      double(st.passes) / double(steps), double(st.blocks) / double(steps), double(st.partial_leaves) / double(steps),
+      st.whole_leaves, st.through_temporaries);
 
   // ---- check against the double-precision loop, then time ----------------------------------------
   const auto ref = reference_gru(xs, w_ih, w_hh, b_ih, b_hh, batch, input, hidden, steps);

@@ -119,10 +119,11 @@ int main(int argc, char** argv) {
   std::printf("LSTM cell: batch %lld, input %lld, hidden %lld, %lld steps (W: [%lld, %lld], packed)\n",
               static_cast<long long>(batch), static_cast<long long>(input), static_cast<long long>(hidden),
               static_cast<long long>(steps), static_cast<long long>(4 * hidden), static_cast<long long>(k));
-  std::printf("  per step: %.0f blocked pass, %.1f blocks, %.1f product blocks, %zu whole "
-              "evaluations, %zu passes through temporaries\n",
-              double(st.passes) / double(steps), double(st.blocks) / double(steps),
-              double(st.partial_leaves) / double(steps), st.whole_leaves, st.through_temporaries);
+  std::printf(
+      "  per step: %.0f blocked pass, %.1f blocks, %.1f product blocks, %zu whole "
+      "evaluations, %zu passes through temporaries\n",
+      double(st.passes) / double(steps), double(st.blocks) / double(steps), double(st.partial_leaves) / double(steps),
+      st.whole_leaves, st.through_temporaries);
 
   // ---- check against the double-precision loop, then time ----------------------------------------
   const auto ref = reference_lstm(xs, w, b, batch, input, hidden, steps);

@@ -43,12 +43,13 @@ bool run(const char* title, Out& out, const Expr& expr) {
   for (fuse::index_t j = 0; j < rnn_dim; ++j) {
     const double err = std::fabs(double(out(0, j)) - ref(0, j));
     max_err = std::max(max_err, err);
-    std::printf("  out[0, %lld] = %+.7f   reference %+.9f   error %.1e\n", static_cast<long long>(j),
-                double(out(0, j)), ref(0, j), err);
+    std::printf("  out[0, %lld] = %+.7f   reference %+.9f   error %.1e\n", static_cast<long long>(j), double(out(0, j)),
+                ref(0, j), err);
   }
-  std::printf("  epilogue_stats: %zu pass, %zu block, %zu product blocks (all three gates at once), %zu evaluated whole, "
-              "%zu through temporaries\n",
-              st.passes, st.blocks, st.partial_leaves, st.whole_leaves, st.through_temporaries);
+  std::printf(
+      "  epilogue_stats: %zu pass, %zu block, %zu product blocks (all three gates at once), %zu evaluated whole, "
+      "%zu through temporaries\n",
+      st.passes, st.blocks, st.partial_leaves, st.whole_leaves, st.through_temporaries);
   // float32: a dot product of 10 terms and three transcendentals within a few ULP; |out| < 10
   // here, so 1e-5 absolute is a few ULP of the largest terms.
   const double tol = 1e-5;
@@ -76,9 +77,10 @@ int main() {
   auto splitted = fuse::split<3>(fuse::dense(X, W), /*axis=*/1);  // three [1, 10] views of the product
   auto cell = fuse::sigmoid(splitted[0]) + fuse::tanh(splitted[1]) * fuse::exp(splitted[2]);
 
-  std::printf("TVM #2890's cell: X (1, %lld), W (%lld, %lld); out = sigmoid(s0) + tanh(s1) * exp(s2), "
-              "s = split(dense(X, W), 3, axis=1)\n\n",
-              static_cast<long long>(rnn_dim), static_cast<long long>(3 * rnn_dim), static_cast<long long>(rnn_dim));
+  std::printf(
+      "TVM #2890's cell: X (1, %lld), W (%lld, %lld); out = sigmoid(s0) + tanh(s1) * exp(s2), "
+      "s = split(dense(X, W), 3, axis=1)\n\n",
+      static_cast<long long>(rnn_dim), static_cast<long long>(3 * rnn_dim), static_cast<long long>(rnn_dim));
   bool ok = run("fuse::eval(out, cell), W as it is:", out, cell);
 
   // Constant weights: packed once into the GEMM's panel layout and read in place by every call.

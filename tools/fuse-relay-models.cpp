@@ -40,12 +40,14 @@ struct usage_error {
 std::int64_t number(const std::string& option, const std::string& text) {
   std::int64_t v = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc{} || end != text.data() + text.size() || v < 0) throw usage_error{option + " " + text + " is not a non-negative integer"};
+  if (ec != std::errc{} || end != text.data() + text.size() || v < 0)
+    throw usage_error{option + " " + text + " is not a non-negative integer"};
   return v;
 }
 
 template <typename E>
-E choice(const std::string& option, const std::string& text, std::initializer_list<std::pair<std::string_view, E>> options) {
+E choice(const std::string& option, const std::string& text,
+         std::initializer_list<std::pair<std::string_view, E>> options) {
   std::string names;
   for (const auto& [name, value] : options) {
     if (text == name) return value;
@@ -60,7 +62,8 @@ int bert_command(int argc, char** argv) {
   std::string out, params, npz;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
-    if (i + 1 >= argc) throw usage_error{a.rfind("-", 0) == 0 ? "option " + a + " needs a value" : "unexpected argument " + a};
+    if (i + 1 >= argc)
+      throw usage_error{a.rfind("-", 0) == 0 ? "option " + a + " needs a value" : "unexpected argument " + a};
     const std::string v = argv[++i];
     if (a == "-o") out = v;
     else if (a == "--params") params = v;
@@ -74,18 +77,20 @@ int bert_command(int argc, char** argv) {
     else if (a == "--vocab") o.vocab = number(a, v);
     else if (a == "--seed") o.seed = static_cast<std::uint64_t>(number(a, v));
     else if (a == "--form")
-      o.form = choice<bert_options::source>(a, v, {{"pytorch", bert_options::source::pytorch}, {"tensorflow", bert_options::source::tensorflow}});
+      o.form = choice<bert_options::source>(
+          a, v, {{"pytorch", bert_options::source::pytorch}, {"tensorflow", bert_options::source::tensorflow}});
     else if (a == "--layer-norm")
-      o.layer_norm = choice<bert_options::norm>(a, v, {{"op", bert_options::norm::op}, {"unpacked", bert_options::norm::unpacked}});
+      o.layer_norm = choice<bert_options::norm>(
+          a, v, {{"op", bert_options::norm::op}, {"unpacked", bert_options::norm::unpacked}});
     else if (a == "--qkv")
       o.qkv = choice<bert_options::attention_weights>(
-          a, v, {{"separate", bert_options::attention_weights::separate}, {"fused", bert_options::attention_weights::fused}});
+          a, v,
+          {{"separate", bert_options::attention_weights::separate}, {"fused", bert_options::attention_weights::fused}});
     else if (a == "--dtype")
-      o.dtype = choice<bert_options::precision>(a, v, {{"float32", bert_options::precision::float32}, {"int8", bert_options::precision::int8}});
-    else if (a == "--spans")
-      o.spans = choice<bool>(a, v, {{"on", true}, {"off", false}});
-    else
-      throw usage_error{"unknown option " + a};
+      o.dtype = choice<bert_options::precision>(
+          a, v, {{"float32", bert_options::precision::float32}, {"int8", bert_options::precision::int8}});
+    else if (a == "--spans") o.spans = choice<bool>(a, v, {{"on", true}, {"off", false}});
+    else throw usage_error{"unknown option " + a};
   }
   if (out.empty()) throw usage_error{"missing -o MODEL.relay"};
 
@@ -99,8 +104,8 @@ int bert_command(int argc, char** argv) {
   if (!npz.empty()) fuse::relay::params::save_npz(npz, g.weights);
   std::size_t elements = 0;
   for (const auto& w : g.weights) elements += static_cast<std::size_t>(w.data.elements());
-  std::fprintf(stderr, "fuse-relay-models: %s: %zu bytes of text, %zu weights (%zu elements)\n", out.c_str(), g.text.size(), g.weights.size(),
-               elements);
+  std::fprintf(stderr, "fuse-relay-models: %s: %zu bytes of text, %zu weights (%zu elements)\n", out.c_str(),
+               g.text.size(), g.weights.size(), elements);
   return 0;
 }
 

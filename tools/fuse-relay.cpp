@@ -54,7 +54,8 @@ constexpr const char* usage_text =
     "usage:\n"
     "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [--params FILE] [QNN]\n"
     "  fuse-relay types MODEL.relay\n"
-    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [--params FILE] [QNN]\n"
+    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] "
+    "[--params FILE] [QNN]\n"
     "  fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--params FILE] [QNN]\n"
     "--params FILE: weights (TVM save_param_dict or .npz) bound to @main's parameters of those names\n"
     "QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]\n"
@@ -108,7 +109,8 @@ qnn_options qnn_options_of(const arguments& args) {
   qnn_options o;
   o.rounding = args.get("--qnn-rounding", o.rounding);
   o.compute_dtype = args.get("--qnn-compute-dtype", o.compute_dtype);
-  if (o.rounding != "UPWARD" && o.rounding != "TONEAREST") throw usage_error{"--qnn-rounding " + o.rounding + ": UPWARD or TONEAREST"};
+  if (o.rounding != "UPWARD" && o.rounding != "TONEAREST")
+    throw usage_error{"--qnn-rounding " + o.rounding + ": UPWARD or TONEAREST"};
   if (o.compute_dtype != "int64" && o.compute_dtype != "float32" && o.compute_dtype != "float64")
     throw usage_error{"--qnn-compute-dtype " + o.compute_dtype + ": int64, float32 or float64"};
   return o;
@@ -151,8 +153,8 @@ module load_legalized(const arguments& args, std::vector<params::entry> more = {
     std::string names;
     for (std::size_t i = 0; i < bound.unused.size() && i < 8; ++i) names += (i ? ", " : "") + bound.unused[i];
     if (bound.unused.size() > 8) names += ", ...";
-    std::fprintf(stderr, "fuse-relay: note: %zu entr%s of %s named no parameter or constant of the model: %s\n", bound.unused.size(),
-                 bound.unused.size() == 1 ? "y" : "ies", o.weights_source.c_str(), names.c_str());
+    std::fprintf(stderr, "fuse-relay: note: %zu entr%s of %s named no parameter or constant of the model: %s\n",
+                 bound.unused.size(), bound.unused.size() == 1 ? "y" : "ies", o.weights_source.c_str(), names.c_str());
   }
   return m;
 }
@@ -164,7 +166,8 @@ int run(const arguments& args) {
   std::vector<params::entry> constants;
   if (std::filesystem::is_directory(in))
     for (const auto& f : std::filesystem::directory_iterator(in))
-      if (const std::string stem = f.path().stem().string(); f.path().extension() == ".npy" && meta_constant_index(stem) >= 0)
+      if (const std::string stem = f.path().stem().string();
+          f.path().extension() == ".npy" && meta_constant_index(stem) >= 0)
         constants.push_back({stem, npy::read_file(f.path().string())});
   module m = load_legalized(args, std::move(constants));
   const std::string fn = args.get("--function", "main");
@@ -228,8 +231,8 @@ int compile(const arguments& args) {
   }
   if (!args.get("--report").empty()) {
     for (std::size_t k = 0; k < p.kernels.size(); ++k) std::printf("kernel %zu: %s\n", k, ops_of(p.kernels[k]).c_str());
-    std::printf("intermediates: %.1f MB in one arena (%.1f MB unshared); weights file: %zu entries\n", e.arena_bytes / 1e6,
-                e.intermediate_bytes / 1e6, e.weights.size());
+    std::printf("intermediates: %.1f MB in one arena (%.1f MB unshared); weights file: %zu entries\n",
+                e.arena_bytes / 1e6, e.intermediate_bytes / 1e6, e.weights.size());
     std::printf("kernels: %zu (tvm: %s)\n", e.kernels, prepared.tvm_kernels.c_str());
   }
   return 0;
@@ -250,8 +253,8 @@ int check(const arguments& args) {
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
   const check_report r = check_model(m, args.model, opt);
   std::filesystem::remove_all(opt.workdir);
-  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s\n", r.kernels,
-              prepared.tvm_kernels.c_str(), r.max_rel_err, 100 * r.differing, 100 * r.live,
+  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s\n",
+              r.kernels, prepared.tvm_kernels.c_str(), r.max_rel_err, 100 * r.differing, 100 * r.live,
               check_detail::scales_text(r.input_scales).c_str());
   if (r.internal) {
     std::fprintf(stderr, "%s: internal error (please report it): %s", args.model.c_str(), r.detail.c_str());
@@ -278,9 +281,12 @@ int main(int argc, char** argv) {
       std::fputs(usage_text, stdout);
       return 0;
     }
-    if (cmd == "run") return run(arguments(argc, argv, with_qnn_flags({"--inputs", "--outputs", "--function", "--params"})));
+    if (cmd == "run")
+      return run(arguments(argc, argv, with_qnn_flags({"--inputs", "--outputs", "--function", "--params"})));
     if (cmd == "types") return types(arguments(argc, argv, {}));
-    if (cmd == "compile") return compile(arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner", "--params"})));
+    if (cmd == "compile")
+      return compile(
+          arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner", "--params"})));
     if (cmd == "check") return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner", "--params"})));
     throw usage_error{"unknown command " + cmd};
   } catch (const usage_error& e) {

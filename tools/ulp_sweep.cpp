@@ -98,8 +98,8 @@ void account(tally& t, fn f, float x, float y, double ref, float scalar_y) {
 /// Sweeps bit patterns [begin, end) with the given step; both modes share each reference.
 /// The scalar path (several times slower than the whole rest) is compared with the SIMD lanes
 /// in one block out of lane_every.
-void sweep_range(fn f, std::uint64_t begin, std::uint64_t end, std::uint64_t step, unsigned lane_every,
-                 tally& acc, tally& fst) {
+void sweep_range(fn f, std::uint64_t begin, std::uint64_t end, std::uint64_t step, unsigned lane_every, tally& acc,
+                 tally& fst) {
   constexpr std::size_t block = 4096;
   alignas(64) float xs[block], ya[block], yf[block], sa[block], sf[block];
   for (std::uint64_t u = begin, b = 0; u < end; ++b) {
@@ -130,14 +130,14 @@ void sweep_range(fn f, std::uint64_t begin, std::uint64_t end, std::uint64_t ste
 }
 
 bool report(fn f, const char* mode, const tally& t, double bound, double seconds) {
-  std::printf("%-8s %-8s max %9.4f ULP at x = %-16a -> %-16a  >1: %-10llu >2: %-9llu", fuse::test::name(f),
-              mode, t.max_ulp, static_cast<double>(t.worst_x), static_cast<double>(t.worst_y),
+  std::printf("%-8s %-8s max %9.4f ULP at x = %-16a -> %-16a  >1: %-10llu >2: %-9llu", fuse::test::name(f), mode,
+              t.max_ulp, static_cast<double>(t.worst_x), static_cast<double>(t.worst_y),
               static_cast<unsigned long long>(t.over1), static_cast<unsigned long long>(t.over2));
   std::printf(" edge: %llu  lanes: %llu  (%.0f s)\n", static_cast<unsigned long long>(t.edge_violations),
               static_cast<unsigned long long>(t.lane_mismatches), seconds);
   if (t.outside_domain)
-    std::printf("         %-8s %llu inputs in the documented flush range (result 0, true value < 4.2e-39)\n",
-                "", static_cast<unsigned long long>(t.outside_domain));
+    std::printf("         %-8s %llu inputs in the documented flush range (result 0, true value < 4.2e-39)\n", "",
+                static_cast<unsigned long long>(t.outside_domain));
   if (t.edge_violations)
     std::printf("         first edge violation: %s at x = %a -> %a\n", t.edge_rule.c_str(),
                 static_cast<double>(t.edge_x), static_cast<double>(t.edge_y));
@@ -149,8 +149,9 @@ bool report(fn f, const char* mode, const tally& t, double bound, double seconds
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: fuse_ulp_sweep [--threads N] [--step K] [--lanes K] (--all | exp expm1 log tanh sigmoid erf erfc ...)\n");
+  std::fprintf(
+      stderr,
+      "usage: fuse_ulp_sweep [--threads N] [--step K] [--lanes K] (--all | exp expm1 log tanh sigmoid erf erfc ...)\n");
   return 2;
 }
 
@@ -183,10 +184,11 @@ int main(int argc, char** argv) {
   }
   if (fns.empty()) return usage();
 
-  std::printf("fuse_ulp_sweep: %s patterns, %u threads, batch %s (%zu lanes), fma %s, scalar lanes "
-              "checked in 1 block of %u\n",
-              step == 1 ? "all 2^32" : ("every " + std::to_string(step) + "th of 2^32").c_str(), threads,
-              xsimd::default_arch::name(), batch::size, FUSE_MATH_FUSED_FMA ? "fused" : "unfused", lane_every);
+  std::printf(
+      "fuse_ulp_sweep: %s patterns, %u threads, batch %s (%zu lanes), fma %s, scalar lanes "
+      "checked in 1 block of %u\n",
+      step == 1 ? "all 2^32" : ("every " + std::to_string(step) + "th of 2^32").c_str(), threads,
+      xsimd::default_arch::name(), batch::size, FUSE_MATH_FUSED_FMA ? "fused" : "unfused", lane_every);
   bool ok = true;
   for (fn f : fns) {
     const auto start = std::chrono::steady_clock::now();

@@ -50,6 +50,7 @@ int main() {
     std::swap(c, c2);
   }
   const bool ok = worst < 1e-5;
-  std::printf("relay_lstm: %d steps of the generated cell, max error vs double %.2e: %s\n", steps, worst, ok ? "ok" : "FAILED");
+  std::printf("relay_lstm: %d steps of the generated cell, max error vs double %.2e: %s\n", steps, worst,
+              ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -27,7 +27,8 @@ namespace fuse {
 namespace eigen_detail {
 
 template <class X>
-concept dense_direct = std::is_base_of_v<Eigen::DenseBase<X>, X> && ((Eigen::internal::traits<X>::Flags & Eigen::DirectAccessBit) != 0);
+concept dense_direct =
+    std::is_base_of_v<Eigen::DenseBase<X>, X> && ((Eigen::internal::traits<X>::Flags & Eigen::DirectAccessBit) != 0);
 
 template <class X>
 concept tensor_like = requires {

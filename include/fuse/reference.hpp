@@ -28,7 +28,8 @@ namespace fuse {
 
 /// The type reference values of dtype T are held in.
 template <class T>
-using ref_t = std::conditional_t<is_floating_dtype<T>, double, std::conditional_t<is_bool_dtype<T>, bool, std::int64_t>>;
+using ref_t =
+    std::conditional_t<is_floating_dtype<T>, double, std::conditional_t<is_bool_dtype<T>, bool, std::int64_t>>;
 
 namespace reference_detail {
 
@@ -140,11 +141,13 @@ auto map_at(const E& e, const index_t* x) {
     };
     using Op = typename E::op_type;
     if constexpr (ops::is_cast<Op>) {
-      using From = typename std::tuple_element_t<0, std::tuple<std::remove_cvref_t<decltype(fuse::get<I>(e.args))>...>>::value_type;
+      using From =
+          typename std::tuple_element_t<0,
+                                        std::tuple<std::remove_cvref_t<decltype(fuse::get<I>(e.args))>...>>::value_type;
       return cast_ref<typename Op::to, From>(child(fuse::get<0>(e.args)));
     } else {
-      return result<T>(e.op.reference(
-          arg<typename std::remove_cvref_t<decltype(fuse::get<I>(e.args))>::value_type>(child(fuse::get<I>(e.args)))...));
+      return result<T>(e.op.reference(arg<typename std::remove_cvref_t<decltype(fuse::get<I>(e.args))>::value_type>(
+          child(fuse::get<I>(e.args)))...));
     }
   }(std::make_index_sequence<decltype(e.args)::size>{});
 }
@@ -195,16 +198,18 @@ ref_t<typename C::value_type> reduce_at(const reduce_expr<K, C, R>& e, const ind
   });
   if constexpr (is_floating_dtype<T>) {
     if (K == reduce_kind::max || K == reduce_kind::min) {
-      if (count == 0) return K == reduce_kind::max ? -static_cast<double>(std::numeric_limits<float>::infinity())
-                                                   : static_cast<double>(std::numeric_limits<float>::infinity());
+      if (count == 0)
+        return K == reduce_kind::max ? -static_cast<double>(std::numeric_limits<float>::infinity())
+                                     : static_cast<double>(std::numeric_limits<float>::infinity());
       return fext;
     }
     if (K == reduce_kind::mean) acc /= static_cast<double>(count);
     return round_to<T>(acc);
   } else {
     if (K == reduce_kind::max || K == reduce_kind::min) {
-      if (count == 0) return K == reduce_kind::max ? static_cast<std::int64_t>(std::numeric_limits<T>::lowest())
-                                                   : static_cast<std::int64_t>(std::numeric_limits<T>::max());
+      if (count == 0)
+        return K == reduce_kind::max ? static_cast<std::int64_t>(std::numeric_limits<T>::lowest())
+                                     : static_cast<std::int64_t>(std::numeric_limits<T>::max());
       return iext;
     }
     iacc = ops::detail::wrap_to<T>(iacc);
@@ -344,7 +349,8 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
     var /= static_cast<double>(v.size());
     const index_t j = x[e.axis];
     const index_t g[1] = {j};
-    double y = (v[static_cast<std::size_t>(j)] - mean) / std::sqrt(var + static_cast<double>(static_cast<float>(e.epsilon)));
+    double y =
+        (v[static_cast<std::size_t>(j)] - mean) / std::sqrt(var + static_cast<double>(static_cast<float>(e.epsilon)));
     if (e.scale) y *= static_cast<double>(at(e.gamma, g));
     if (e.center) y += static_cast<double>(at(e.beta, g));
     return round_to<T>(y);

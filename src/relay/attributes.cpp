@@ -71,8 +71,10 @@ const type& op_call::tensor(std::size_t i) const {
 
 std::int64_t op_call::integer(std::string_view name) const {
   const attr_value* v = require(name);
-  if (v->k == attr_value::kind::integer || v->k == attr_value::kind::boolean) return v->k == attr_value::kind::boolean ? v->b : v->i;
-  if (v->k == attr_value::kind::real && v->f == std::floor(v->f) && std::fabs(v->f) < 9.0e15) return static_cast<std::int64_t>(v->f);
+  if (v->k == attr_value::kind::integer || v->k == attr_value::kind::boolean)
+    return v->k == attr_value::kind::boolean ? v->b : v->i;
+  if (v->k == attr_value::kind::real && v->f == std::floor(v->f) && std::fabs(v->f) < 9.0e15)
+    return static_cast<std::int64_t>(v->f);
   fail_at(*v, "attribute " + std::string(name) + " must be an integer");
 }
 
@@ -159,8 +161,7 @@ op_call::slice op_call::slice_of(const std::vector<std::int64_t>& shape) const {
   std::vector<std::int64_t> axes;
   if (is_none("axes"))
     for (std::int64_t i = 0; i < static_cast<std::int64_t>(b.size()); ++i) axes.push_back(i);
-  else
-    axes = integers("axes");
+  else axes = integers("axes");
   if (b.size() != axes.size() || e.size() != axes.size()) fail("begin, end and axes must have the same length");
   const bool size_mode = string("slice_mode") == "size";
   slice sl{std::vector<std::int64_t>(shape.size(), 0), std::vector<std::int64_t>(shape.size(), 1), shape};

@@ -47,11 +47,14 @@ double live_share(const std::vector<value>& outs) {
 /// ceil, trunc, or a comparison of floats. Its result flips where a reordered float sum moves an
 /// operand across a boundary (a tie, a threshold).
 bool rounds_a_float(const expr* e) {
-  if (e->kind != expr_kind::call || e->args.empty() || !e->args[0]->checked.is_tensor() || !e->args[0]->checked.dt.is_float()) return false;
+  if (e->kind != expr_kind::call || e->args.empty() || !e->args[0]->checked.is_tensor() ||
+      !e->args[0]->checked.dt.is_float())
+    return false;
   if (is_op_call(e, "cast")) return !e->checked.dt.is_float();
   bool discrete = false;
   if (e->callee && e->callee->kind == expr_kind::op)
-    with_elementwise_op(e->callee->name, [&]<class Op>(std::type_identity<Op>) { discrete = ops::discrete_result<Op>; });
+    with_elementwise_op(e->callee->name,
+                        [&]<class Op>(std::type_identity<Op>) { discrete = ops::discrete_result<Op>; });
   return discrete;
 }
 
@@ -62,9 +65,12 @@ std::string driver_source(const emitted& em, const std::string& ns) {
     << "  const fuse::relay::constant_data c = fuse::relay::npy::read_file(path);\n"
     << "  fuse::index_array<R> s{};\n  for (int k = 0; k < R; ++k) s[k] = c.shape[k];\n"
     << "  fuse::tensor<T, R> t{fuse::dynamic_shape<R>(s)};\n"
-    << "  if (c.bytes.size() != sizeof(T) * static_cast<std::size_t>(t.size())) throw fuse::relay::error(path + \": size\");\n"
-    << "  if (!c.bytes.empty()) std::memcpy(static_cast<void*>(t.data()), c.bytes.data(), c.bytes.size());\n  return t;\n}\n\n"
-    << "template <class T, int R>\nvoid store(const std::string& path, const fuse::tensor<T, R>& t, fuse::relay::dtype dt) {\n"
+    << "  if (c.bytes.size() != sizeof(T) * static_cast<std::size_t>(t.size())) throw fuse::relay::error(path + \": "
+       "size\");\n"
+    << "  if (!c.bytes.empty()) std::memcpy(static_cast<void*>(t.data()), c.bytes.data(), c.bytes.size());\n  return "
+       "t;\n}\n\n"
+    << "template <class T, int R>\nvoid store(const std::string& path, const fuse::tensor<T, R>& t, fuse::relay::dtype "
+       "dt) {\n"
     << "  fuse::relay::constant_data c;\n  c.dt = dt;\n  for (int k = 0; k < R; ++k) c.shape.push_back(t.shape()[k]);\n"
     << "  c.bytes.resize(sizeof(T) * static_cast<std::size_t>(t.size()));\n"
     << "  if (!c.bytes.empty()) std::memcpy(c.bytes.data(), static_cast<const void*>(t.data()), c.bytes.size());\n"
@@ -74,13 +80,14 @@ std::string driver_source(const emitted& em, const std::string& ns) {
   auto ctype = [](const type& t) {
     const dtype x = t.dt;
     if (x.is_bool()) return std::string("bool");
-    if (x.code == dtype::float_code) return std::string(x.bits == 32 ? "float" : x.bits == 64 ? "double" : "fuse::half");
+    if (x.code == dtype::float_code)
+      return std::string(x.bits == 32 ? "float" : x.bits == 64 ? "double" : "fuse::half");
     if (x.code == dtype::bfloat_code) return std::string("fuse::bfloat16");
     return std::string(x.is_int() ? "std::int" : "std::uint") + std::to_string(x.bits) + "_t";
   };
   for (std::size_t i = 0; i < em.inputs.size(); ++i)
-    d << "    auto in" << i << " = load<" << ctype(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size() << ">(dir + \"/in" << i
-      << ".npy\");\n";
+    d << "    auto in" << i << " = load<" << ctype(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size()
+      << ">(dir + \"/in" << i << ".npy\");\n";
   for (std::size_t o = 0; o < em.outputs.size(); ++o) {
     d << "    fuse::tensor<" << ctype(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> out" << o;
     if (!em.outputs[o].t.shape.empty()) d << "(" << emit_detail::int_list(em.outputs[o].t.shape) << ")";
@@ -88,14 +95,16 @@ std::string driver_source(const emitted& em, const std::string& ns) {
   }
   d << "    m(";
   for (std::size_t i = 0; i < em.inputs.size(); ++i) d << (i ? ", " : "") << "std::as_const(in" << i << ").view()";
-  for (std::size_t o = 0; o < em.outputs.size(); ++o) d << (o || !em.inputs.empty() ? ", " : "") << "out" << o << ".view()";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o)
+    d << (o || !em.inputs.empty() ? ", " : "") << "out" << o << ".view()";
   d << ");\n";
   for (std::size_t o = 0; o < em.outputs.size(); ++o) {
     const dtype x = em.outputs[o].t.dt;
-    d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", " << int(x.bits) << ", "
-      << int(x.lanes) << "});\n";
+    d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", "
+      << int(x.bits) << ", " << int(x.lanes) << "});\n";
   }
-  d << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  return 0;\n}\n";
+  d << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  "
+       "return 0;\n}\n";
   return d.str();
 }
 
@@ -166,7 +175,8 @@ check_report check_model(module& m, const std::string& source_name, const check_
   using namespace check_detail;
   // The library spawns no process itself: the caller says how commands run (a tool through the
   // shell, a sandbox otherwise).
-  if (!opt.run) throw error("check_model needs a command runner (check_options::run) to compile and run the generated driver");
+  if (!opt.run)
+    throw error("check_model needs a command runner (check_options::run) to compile and run the generated driver");
   check_report rep;
   std::unordered_set<const expr*> constants_from_inputs;
   const plan p = make_plan(m, "main", opt.planning);
@@ -183,7 +193,8 @@ check_report check_model(module& m, const std::string& source_name, const check_
   }
   std::ofstream(dir / "driver.cpp") << driver_source(em, "fuse_check_model");
   const std::string exe = (dir / "driver").string();
-  if (opt.run(opt.cxx + " " + opt.flags + " -o " + exe + " " + (dir / "driver.cpp").string(), (dir / "build.log").string()) != 0) {
+  if (opt.run(opt.cxx + " " + opt.flags + " -o " + exe + " " + (dir / "driver.cpp").string(),
+              (dir / "build.log").string()) != 0) {
     rep.internal = true;  // a program that type-checks must give a header that compiles
     rep.detail = "the generated header did not compile:\n" + read_text((dir / "build.log").string());
     return rep;
@@ -195,7 +206,8 @@ check_report check_model(module& m, const std::string& source_name, const check_
   const std::size_t nparams = p.fn->args.size();
   auto draw = [&](const std::vector<double>& scales) {
     std::vector<value> in;
-    for (std::size_t i = 0; i < em.inputs.size(); ++i) in.push_back(random_input(em.inputs[i].t, opt.seed, i, scales[i]));
+    for (std::size_t i = 0; i < em.inputs.size(); ++i)
+      in.push_back(random_input(em.inputs[i].t, opt.seed, i, scales[i]));
     for (expr& e : m.nodes)
       if (e.kind == expr_kind::constant && e.meta && constants_from_inputs.count(&e))
         for (std::size_t i = nparams; i < em.inputs.size(); ++i)
@@ -207,9 +219,11 @@ check_report check_model(module& m, const std::string& source_name, const check_
     if (e.kind == expr_kind::constant && !e.data && e.meta) constants_from_inputs.insert(&e);
   interpreter ip(m);
   const auto reference = [&](const std::vector<value>& in) {
-    return interpreter::flatten(ip.run("main", std::vector<value>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nparams))));
+    return interpreter::flatten(
+        ip.run("main", std::vector<value>(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(nparams))));
   };
-  rep.input_scales = choose_scales(em.inputs.size(), [&](const std::vector<double>& s) { return live_share(reference(draw(s))); });
+  rep.input_scales =
+      choose_scales(em.inputs.size(), [&](const std::vector<double>& s) { return live_share(reference(draw(s))); });
   const std::vector<value> inputs = draw(rep.input_scales);  // the constants of the chosen inputs attached
   const std::vector<value> want = reference(inputs);
   for (std::size_t i = 0; i < inputs.size(); ++i)
@@ -252,7 +266,8 @@ check_report check_model(module& m, const std::string& source_name, const check_
       if (w.floating()) {
         const double g = got.f[k], r = w.f[k];
         const auto error_to = [&](double ref) {
-          const double err = (std::isnan(g) && std::isnan(ref)) || g == ref ? 0.0 : std::fabs(g - ref) / std::max(1.0, std::fabs(ref));
+          const double err =
+              (std::isnan(g) && std::isnan(ref)) || g == ref ? 0.0 : std::fabs(g - ref) / std::max(1.0, std::fabs(ref));
           return std::isnan(err) ? INFINITY : err;
         };
         double e = error_to(r);
@@ -275,8 +290,10 @@ check_report check_model(module& m, const std::string& source_name, const check_
   const bool ints_ok = int_diff == 0;
   const bool ties_ok = rep.differing <= 0.001;
   rep.ok = floats_ok && ints_ok && ties_ok;
-  if (!floats_ok) rep.detail += "float outputs differ from the reference by up to " + std::to_string(rep.max_rel_err) + "\n";
-  if (!ints_ok) rep.detail += std::to_string(int_diff) + " of " + std::to_string(int_total) + " integer output elements differ\n";
+  if (!floats_ok)
+    rep.detail += "float outputs differ from the reference by up to " + std::to_string(rep.max_rel_err) + "\n";
+  if (!ints_ok)
+    rep.detail += std::to_string(int_diff) + " of " + std::to_string(int_total) + " integer output elements differ\n";
   if (!ties_ok)
     rep.detail += std::to_string(tie_diff) + " of " + std::to_string(tie_total) +
                   " output elements after a float rounding differ from the float32-rounded reference (allowed: 0.1%)\n";

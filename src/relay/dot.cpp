@@ -27,7 +27,8 @@ std::string plan_dot(const plan& p, const std::string& title) {
   auto label = [](const expr* e) -> std::string {
     switch (e->kind) {
       case expr_kind::var: return "%" + e->name;
-      case expr_kind::constant: return e->meta ? "meta[" + e->meta->key + "][" + std::to_string(e->meta->index) + "]" : "constant";
+      case expr_kind::constant:
+        return e->meta ? "meta[" + e->meta->key + "][" + std::to_string(e->meta->index) + "]" : "constant";
       case expr_kind::call: return e->callee->name;
       case expr_kind::tuple: return "tuple";
       case expr_kind::tuple_get: return "." + std::to_string(e->index);
@@ -39,12 +40,14 @@ std::string plan_dot(const plan& p, const std::string& title) {
     for (char c : s) o += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
     return o;
   };
-  d << "digraph plan {\n  label=\"" << escape(title) << ": " << p.kernels.size() << " kernel" << (p.kernels.size() == 1 ? "" : "s")
+  d << "digraph plan {\n  label=\"" << escape(title) << ": " << p.kernels.size() << " kernel"
+    << (p.kernels.size() == 1 ? "" : "s")
     << "\";\n  labelloc=t;\n  rankdir=TB;\n  node [shape=box, style=rounded, fontname=\"Helvetica\"];\n";
   std::unordered_map<const expr*, bool> in_kernel;
   for (std::size_t k = 0; k < p.kernels.size(); ++k) {
     const kernel& kn = p.kernels[k];
-    d << "  subgraph cluster_" << k << " {\n    label=\"kernel " << k << "\";\n    style=filled;\n    color=\"#dde8f6\";\n";
+    d << "  subgraph cluster_" << k << " {\n    label=\"kernel " << k
+      << "\";\n    style=filled;\n    color=\"#dde8f6\";\n";
     // The kernel's nodes: its ops, and the tuples and projections among them.
     std::vector<const expr*> nodes(kn.ops.begin(), kn.ops.end());
     for (std::size_t i = 0; i < nodes.size(); ++i)
@@ -54,7 +57,8 @@ std::string plan_dot(const plan& p, const std::string& title) {
           nodes.push_back(a);
     for (const expr* e : nodes) {
       in_kernel[e] = true;
-      d << "    " << node_id(e) << " [label=\"" << escape(label(e)) << "\"" << (p.materialized.count(e) ? ", peripheries=2" : "") << "];\n";
+      d << "    " << node_id(e) << " [label=\"" << escape(label(e)) << "\""
+        << (p.materialized.count(e) ? ", peripheries=2" : "") << "];\n";
     }
     d << "  }\n";
   }

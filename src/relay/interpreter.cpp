@@ -48,8 +48,10 @@ std::int64_t wrap(std::int64_t x, dtype d) {
 
 double hold(double v, dtype d, bool round_float32) {
   if (round_float32 && d.code == dtype::float_code && d.bits == 32) return static_cast<double>(static_cast<float>(v));
-  if (d.bits == 16 && d.code == dtype::float_code) return static_cast<double>(static_cast<float>(fuse::half(static_cast<float>(v))));
-  if (d.code == dtype::bfloat_code) return static_cast<double>(static_cast<float>(fuse::bfloat16(static_cast<float>(v))));
+  if (d.bits == 16 && d.code == dtype::float_code)
+    return static_cast<double>(static_cast<float>(fuse::half(static_cast<float>(v))));
+  if (d.code == dtype::bfloat_code)
+    return static_cast<double>(static_cast<float>(fuse::bfloat16(static_cast<float>(v))));
   if (d.bits == 32) {
     constexpr double overflow = 0x1.ffffffp127;
     if (v >= overflow) return std::numeric_limits<double>::infinity();
@@ -77,8 +79,10 @@ void convert(const value& v, std::size_t k, value& out, std::size_t o, bool roun
   if (to.is_int()) lo = -std::ldexp(1.0, to.bits - 1), hi = std::ldexp(1.0, to.bits - 1) - 1;
   else lo = 0, hi = std::ldexp(1.0, to.bits) - 1;
   if (std::isnan(x)) out.i[o] = 0;
-  else if (x <= lo) out.i[o] = to.is_int() && to.bits == 64 ? std::numeric_limits<std::int64_t>::min() : static_cast<std::int64_t>(lo);
-  else if (x >= hi + 1) out.i[o] = to.bits >= 63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(hi);
+  else if (x <= lo)
+    out.i[o] = to.is_int() && to.bits == 64 ? std::numeric_limits<std::int64_t>::min() : static_cast<std::int64_t>(lo);
+  else if (x >= hi + 1)
+    out.i[o] = to.bits >= 63 ? std::numeric_limits<std::int64_t>::max() : static_cast<std::int64_t>(hi);
   else out.i[o] = static_cast<std::int64_t>(std::trunc(x));
 }
 
@@ -145,7 +149,8 @@ value interpreter::from_constant(const constant_data& c) {
 value interpreter::call(const expr& fn, const std::vector<value>& args, int depth) {
   if (depth > max_call_depth) throw m_.error_at(fn.at, "calls nested deeper than " + std::to_string(max_call_depth));
   if (args.size() != fn.args.size())
-    throw m_.error_at(fn.at, "the function takes " + std::to_string(fn.args.size()) + " arguments, not " + std::to_string(args.size()));
+    throw m_.error_at(fn.at, "the function takes " + std::to_string(fn.args.size()) + " arguments, not " +
+                                 std::to_string(args.size()));
   std::unordered_map<const expr*, value> env;
   for (std::size_t k = 0; k < args.size(); ++k) {
     const type& t = fn.args[k]->checked.known() ? fn.args[k]->checked : fn.args[k]->annotated;
@@ -244,7 +249,8 @@ value interpreter::compute(const expr& e, std::unordered_map<const expr*, value>
   switch (e.kind) {
     case expr_kind::var: throw m_.error_at(e.at, "%" + e.name + " has no value here");
     case expr_kind::constant:
-      if (!e.data) throw m_.error_at(e.at, "this constant's data is unknown (no metadata section): give it as an input");
+      if (!e.data)
+        throw m_.error_at(e.at, "this constant's data is unknown (no metadata section): give it as an input");
       return from_constant(*e.data);
     case expr_kind::tuple: {
       std::vector<value> f;
@@ -280,8 +286,7 @@ value interpreter::unary(const Op& op, const value& a, dtype out) {
       const auto v = op.reference(a.f[k]);
       if (r.floating()) r.f[k] = hold(static_cast<double>(v), out);
       else r.i[k] = static_cast<std::int64_t>(v);  // a bool result (isnan, ...)
-    }
-    else if constexpr (requires { op.reference(std::int64_t{}); }) r.i[k] = interp::wrap(op.reference(a.i[k]), out);
+    } else if constexpr (requires { op.reference(std::int64_t{}); }) r.i[k] = interp::wrap(op.reference(a.i[k]), out);
   }
   return r;
 }
@@ -332,8 +337,10 @@ value interpreter::apply_op(const expr& e, const std::vector<value>& args) {
   const op_call c(m_, e, *d, at);
   const type& t = e.checked;
   // The elementwise ops of fuse's table (fuse/expr/ops.hpp), each computed by its reference.
-  if (value r; with_elementwise_op(name, [&]<class Op>(std::type_identity<Op>) { r = elementwise<Op>(c, args, t); })) return r;
-  if (name == "copy" || name == "annotation.stop_fusion" || name == "on_device" || name == "device_copy") return args[0];
+  if (value r; with_elementwise_op(name, [&]<class Op>(std::type_identity<Op>) { r = elementwise<Op>(c, args, t); }))
+    return r;
+  if (name == "copy" || name == "annotation.stop_fusion" || name == "on_device" || name == "device_copy")
+    return args[0];
   if (name == "zeros_like" || name == "ones_like") {
     value r = value::tensor(t.dt, t.shape);
     std::fill(r.f.begin(), r.f.end(), name == "ones_like" ? 1.0 : 0.0);
@@ -342,13 +349,15 @@ value interpreter::apply_op(const expr& e, const std::vector<value>& args) {
   }
   if (name == "cast") {
     value r = value::tensor(t.dt, t.shape);
-    for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) interp::convert(args[0], k, r, k, round_float32_);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k)
+      interp::convert(args[0], k, r, k, round_float32_);
     return r;
   }
   if (name == "nn.bias_add") return bias_add(c, args, t);
   if (name == "nn.dense") return matmul(args[0], args[1], false, true, t);
   if (name == "nn.matmul") return matmul(args[0], args[1], c.boolean("transpose_a"), c.boolean("transpose_b"), t);
-  if (name == "nn.batch_matmul") return batch_matmul(args[0], args[1], c.boolean("transpose_a"), c.boolean("transpose_b"), t);
+  if (name == "nn.batch_matmul")
+    return batch_matmul(args[0], args[1], c.boolean("transpose_a"), c.boolean("transpose_b"), t);
   if (name == "reshape" || name == "squeeze" || name == "expand_dims") {
     value r = args[0];
     r.shape = t.shape;
@@ -360,7 +369,8 @@ value interpreter::apply_op(const expr& e, const std::vector<value>& args) {
   if (name == "stack") return stack(c, args[0], t);
   if (name == "strided_slice") return strided_slice(c, args[0], t);
   if (name == "take") return take(c, args[0], args[1], t);
-  if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "prod") return reduce(c, name, args[0], t);
+  if (name == "sum" || name == "mean" || name == "max" || name == "min" || name == "prod")
+    return reduce(c, name, args[0], t);
   if (name == "variance") return variance(c, args, t);
   if (name == "full") {
     value r = value::tensor(t.dt, t.shape);
@@ -547,7 +557,8 @@ value interpreter::strided_slice(const op_call& c, const value& x, const type& t
 value interpreter::take(const op_call& c, const value& data, const value& ind, const type& t) {
   const std::string mode = c.string("mode");
   const bool flat = c.is_none("axis");
-  const std::size_t ax = flat ? 0 : static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(data.shape.size())));
+  const std::size_t ax =
+      flat ? 0 : static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(data.shape.size())));
   const std::int64_t extent = flat ? data.count() : data.shape[ax];
   const auto ds = interp::strides_of(data.shape);
   const auto is = interp::strides_of(ind.shape);
@@ -624,7 +635,8 @@ value interpreter::one_hot(const op_call& c, const std::vector<value>& args, con
   value on = value::tensor(t.dt, {}), off = value::tensor(t.dt, {});
   interp::convert(args[1], 0, on, 0, round_float32_);
   interp::convert(args[2], 0, off, 0, round_float32_);
-  const auto a = static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(args[0].shape.size()) + 1));
+  const auto a =
+      static_cast<std::size_t>(c.axis(c.integer("axis"), static_cast<std::int64_t>(args[0].shape.size()) + 1));
   value r = value::tensor(t.dt, t.shape);
   std::vector<std::int64_t> idx(t.shape.size(), 0);
   for (std::size_t k = 0; k < static_cast<std::size_t>(r.count()); ++k) {

@@ -106,7 +106,8 @@ void constant_data::set_raw(std::size_t k, std::uint64_t bits) {
 
 double constant_data::real(std::size_t k) const {
   const std::uint64_t bits = raw(k);
-  if (dt.code == relay::dtype::bfloat_code) return static_cast<float>(fuse::bfloat16::from_bits(static_cast<std::uint16_t>(bits)));
+  if (dt.code == relay::dtype::bfloat_code)
+    return static_cast<float>(fuse::bfloat16::from_bits(static_cast<std::uint16_t>(bits)));
   if (dt.bits == 16) return static_cast<float>(fuse::half::from_bits(static_cast<std::uint16_t>(bits)));
   if (dt.bits == 32) {
     float x;
@@ -122,7 +123,8 @@ double constant_data::real(std::size_t k) const {
 std::int64_t constant_data::integer(std::size_t k) const {
   const std::uint64_t bits = raw(k);
   if (dt.is_bool()) return bits != 0;
-  if (dt.is_int() && dt.bits < 64 && ((bits >> (dt.bits - 1)) & 1)) return static_cast<std::int64_t>(bits | ~((std::uint64_t{1} << dt.bits) - 1));
+  if (dt.is_int() && dt.bits < 64 && ((bits >> (dt.bits - 1)) & 1))
+    return static_cast<std::int64_t>(bits | ~((std::uint64_t{1} << dt.bits) - 1));
   return static_cast<std::int64_t>(bits);
 }
 

@@ -19,20 +19,13 @@ token lexer::lex() {
     return t;
   }
   const char c = at(pos_);
-  if (c == '-' && !last_operand_ && (digit(at(pos_ + 1)) || starts(pos_ + 1, "inff")))
-    number(t);
-  else if (digit(c))
-    number(t);
-  else if (c == '%' || c == '@')
-    variable(t);
-  else if (name_start(c))
-    identifier(t);
-  else if (c == '"' || c == '\'')
-    string(t);
-  else if (c == '#')
-    hash_attribute(t);
-  else
-    punctuation(t);
+  if (c == '-' && !last_operand_ && (digit(at(pos_ + 1)) || starts(pos_ + 1, "inff"))) number(t);
+  else if (digit(c)) number(t);
+  else if (c == '%' || c == '@') variable(t);
+  else if (name_start(c)) identifier(t);
+  else if (c == '"' || c == '\'') string(t);
+  else if (c == '#') hash_attribute(t);
+  else punctuation(t);
   t.end = pos_;
   last_operand_ = t.kind == token_kind::ident || t.kind == token_kind::local || t.kind == token_kind::graph ||
                   t.kind == token_kind::global || t.kind == token_kind::integer || t.kind == token_kind::real ||
@@ -138,7 +131,9 @@ void lexer::number(token& t) {
   }
   t.kind = token_kind::integer;
   t.i = negative ? static_cast<std::int64_t>(0 - v) : static_cast<std::int64_t>(v);
-  if (suffix == 0) bits = (t.i >= std::numeric_limits<std::int32_t>::min() && t.i <= std::numeric_limits<std::int32_t>::max()) ? 32 : 64;
+  if (suffix == 0)
+    bits =
+        (t.i >= std::numeric_limits<std::int32_t>::min() && t.i <= std::numeric_limits<std::int32_t>::max()) ? 32 : 64;
   t.dt = dtype{dtype::int_code, static_cast<std::uint8_t>(bits), 1};
   const std::int64_t hi = bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t(1) << (bits - 1)) - 1;
   if (t.i > hi || t.i < -hi - 1)
@@ -159,8 +154,7 @@ void lexer::variable(token& t) {
     else if (c == ':' && at(pos_ + 1) == ':' && name_char(at(pos_ + 2))) pos_ += 2;
     else break;
   }
-  if (pos_ == b)
-    throw error_at(b - 1, std::string("expected a name after '") + sigil + "', found " + found_char(b));
+  if (pos_ == b) throw error_at(b - 1, std::string("expected a name after '") + sigil + "', found " + found_char(b));
   t.text = src_->text().substr(b, pos_ - b);
   bool all_digits = true;
   for (char c : t.text) all_digits = all_digits && digit(c);
@@ -237,7 +231,8 @@ void lexer::string(token& t) {
   const std::size_t open = pos_++;
   t.kind = token_kind::string;
   for (;;) {
-    if (pos_ >= end_) throw error_at(open, std::string("unterminated string: ") + quote + " without a closing " + quote);
+    if (pos_ >= end_)
+      throw error_at(open, std::string("unterminated string: ") + quote + " without a closing " + quote);
     const char c = at(pos_++);
     if (c == quote) return;
     if (c != '\\') {
@@ -250,7 +245,9 @@ void lexer::string(token& t) {
       case 'n': t.text += '\n'; break;
       case 't': t.text += '\t'; break;
       case 'r': t.text += '\r'; break;
-      case '"': case '\\': case '\'': t.text += e; break;
+      case '"':
+      case '\\':
+      case '\'': t.text += e; break;
       default: t.text += '\\', t.text += e; break;  // kept as written
     }
   }

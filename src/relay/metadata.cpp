@@ -153,13 +153,13 @@ std::vector<unsigned char> encode_ndarray(const constant_data& c) {
 }
 
 std::shared_ptr<const constant_data> decode_ndarray(std::span<const unsigned char> blob, std::string& error,
-                                                   std::size_t* consumed) {
+                                                    std::size_t* consumed) {
   error.clear();
   std::size_t pos = 0;
   auto need = [&](std::size_t n, const char* field) {
     if (blob.size() - pos >= n) return true;
-    error = "truncated: " + std::string(field) + " needs " + std::to_string(n) + " bytes at offset " + std::to_string(pos) +
-            ", the blob has " + std::to_string(blob.size());
+    error = "truncated: " + std::string(field) + " needs " + std::to_string(n) + " bytes at offset " +
+            std::to_string(pos) + ", the blob has " + std::to_string(blob.size());
     return false;
   };
   auto get = [&](int n) {
@@ -241,13 +241,14 @@ std::shared_ptr<const constant_data> decode_ndarray(std::span<const unsigned cha
   if (!need(8, "data_byte_size")) return nullptr;
   const auto size = static_cast<std::int64_t>(get(8));
   if (size != expected) {
-    error = "data_byte_size " + std::to_string(size) + " does not match shape and dtype " + c->dt.name() + " (expected " +
-            std::to_string(expected) + ")";
+    error = "data_byte_size " + std::to_string(size) + " does not match shape and dtype " + c->dt.name() +
+            " (expected " + std::to_string(expected) + ")";
     return nullptr;
   }
   const std::size_t left = blob.size() - pos;
   if (static_cast<std::uint64_t>(size) > left) {
-    error = "truncated data: data_byte_size is " + std::to_string(size) + " but " + std::to_string(left) + " bytes follow";
+    error =
+        "truncated data: data_byte_size is " + std::to_string(size) + " but " + std::to_string(left) + " bytes follow";
     return nullptr;
   }
   if (!consumed && left > static_cast<std::uint64_t>(size)) {
@@ -360,7 +361,8 @@ metadata read_metadata(const source& src, std::size_t offset) {
   if (text.compare(begin, 4, "r\"\"\"") == 0) {
     begin += 4;
     while (end > begin && space(text[end - 1])) --end;
-    if (end - begin < 3 || text.compare(end - 3, 3, "\"\"\"") != 0) throw fail("the r\"\"\" before the JSON is not closed by \"\"\"");
+    if (end - begin < 3 || text.compare(end - 3, 3, "\"\"\"") != 0)
+      throw fail("the r\"\"\" before the JSON is not closed by \"\"\"");
     end -= 3;
   }
 
@@ -378,7 +380,9 @@ metadata read_metadata(const source& src, std::size_t offset) {
   json doc;
   try {
     if (sk.ok) doc = json::parse(sk.json);
-    else doc = json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin), text.begin() + static_cast<std::ptrdiff_t>(end));
+    else
+      doc = json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin),
+                        text.begin() + static_cast<std::ptrdiff_t>(end));
   } catch (const json::parse_error& e) {
     // e.byte counts the characters read, the offending one included; past the end it points
     // just after the last non-blank character instead (an unterminated object, say).
@@ -423,7 +427,8 @@ metadata read_metadata(const source& src, std::size_t offset) {
   // nodes[i] as an object with a string type_key.
   auto node = [&](std::size_t i, const std::string& what) -> const json& {
     if (i >= nodes.size())
-      throw fail(what + " refers to node " + std::to_string(i) + ", out of range (" + std::to_string(nodes.size()) + " nodes)");
+      throw fail(what + " refers to node " + std::to_string(i) + ", out of range (" + std::to_string(nodes.size()) +
+                 " nodes)");
     const json& n = nodes[i];
     if (!n.is_object() || !n.contains("type_key") || !n["type_key"].is_string())
       throw fail("nodes[" + std::to_string(i) + "] (" + what + ") is not an object with a \"type_key\"");
@@ -437,7 +442,8 @@ metadata read_metadata(const source& src, std::size_t offset) {
   };
   auto array_field = [&](const json& n, const char* name, std::size_t i) -> const json& {
     const json& a = field(n, name, i);
-    if (!a.is_array()) throw fail("nodes[" + std::to_string(i) + "] (" + type_key(n) + "): \"" + name + "\" is not an array");
+    if (!a.is_array())
+      throw fail("nodes[" + std::to_string(i) + "] (" + type_key(n) + "): \"" + name + "\" is not an array");
     return a;
   };
   // A key of a Map that is not written inline: a runtime.String node.
@@ -479,7 +485,8 @@ metadata read_metadata(const source& src, std::size_t offset) {
                             to_index(data[i], "the root Map's value " + std::to_string(i)));
       }
     } else {
-      if (data.size() % 2 != 0) throw fail("the root Map's \"data\" has an odd number of entries (expected key, value pairs)");
+      if (data.size() % 2 != 0)
+        throw fail("the root Map's \"data\" has an odd number of entries (expected key, value pairs)");
       for (std::size_t i = 0; i < data.size(); i += 2) {
         const std::string where = "the root Map's key " + std::to_string(i / 2);
         tables.emplace_back(string_node(to_index(data[i], where), where),
@@ -495,7 +502,8 @@ metadata read_metadata(const source& src, std::size_t offset) {
       if (value == 0) throw fail(what + " is null");
       const json& array = node(value, what);
       if (type_key(array) != "Array")
-        throw fail(what + " is nodes[" + std::to_string(value) + "] of type '" + type_key(array) + "', expected an Array");
+        throw fail(what + " is nodes[" + std::to_string(value) + "] of type '" + type_key(array) +
+                   "', expected an Array");
       const json& entries = array_field(array, "data", value);
       md.table_sizes[key] = entries.size();
       const bool constants = key == "relay.Constant";
@@ -509,14 +517,16 @@ metadata read_metadata(const source& src, std::size_t offset) {
         if (j == 0) throw fail(entry + " is null");
         const json& c = node(j, entry);
         if (type_key(c) != "relay.Constant")
-          throw fail(entry + " is nodes[" + std::to_string(j) + "] of type '" + type_key(c) + "', expected relay.Constant");
+          throw fail(entry + " is nodes[" + std::to_string(j) + "] of type '" + type_key(c) +
+                     "', expected relay.Constant");
         const json& attrs = field(c, "attrs", j);
         const auto blob = attrs.is_object() ? attrs.find("data") : attrs.end();
-        if (!attrs.is_object() || blob == attrs.end()) throw fail(entry + " (nodes[" + std::to_string(j) + "]) has no attrs.data");
+        if (!attrs.is_object() || blob == attrs.end())
+          throw fail(entry + " (nodes[" + std::to_string(j) + "]) has no attrs.data");
         const std::size_t k = to_index(*blob, entry + " attrs.data");
         if (k >= blobs.size())
-          throw fail(entry + " refers to b64ndarrays[" + std::to_string(k) + "], out of range (" + std::to_string(blobs.size()) +
-                     " blobs)");
+          throw fail(entry + " refers to b64ndarrays[" + std::to_string(k) + "], out of range (" +
+                     std::to_string(blobs.size()) + " blobs)");
         constant_blobs.push_back(k);
       }
     }
@@ -528,7 +538,8 @@ metadata read_metadata(const source& src, std::size_t offset) {
     std::vector<std::shared_ptr<const constant_data>> decoded(blobs.size());
     for (std::size_t k = 0; k < blobs.size(); ++k) {
       std::string what = "b64ndarrays[" + std::to_string(k) + "]";
-      if (first_user[k] < constant_blobs.size()) what += " (meta[relay.Constant][" + std::to_string(first_user[k]) + "])";
+      if (first_user[k] < constant_blobs.size())
+        what += " (meta[relay.Constant][" + std::to_string(first_user[k]) + "])";
       if (!blobs[k].is_string()) throw fail(what + " is not a string");
       // A blob the skeleton took out is read where it lies in the text.
       std::string_view b64 = blobs[k].get_ref<const std::string&>();
@@ -540,7 +551,8 @@ metadata read_metadata(const source& src, std::size_t offset) {
       if (!decoded[k]) throw fail(what + ": " + err);
     }
     if (const auto a = doc.find("attrs"); a != doc.end() && a->is_object())
-      if (const auto v = a->find("tvm_version"); v != a->end() && v->is_string()) md.tvm_version = v->get<std::string>();
+      if (const auto v = a->find("tvm_version"); v != a->end() && v->is_string())
+        md.tvm_version = v->get<std::string>();
     md.constants.reserve(constant_blobs.size());
     for (std::size_t k : constant_blobs) md.constants.push_back(decoded[k]);
     return md;

@@ -26,52 +26,117 @@ const std::vector<op_def>& op_table() {
     t.push_back({"nn.bias_add", P::broadcast, 2, 2, {{"axis", integer(1)}}, infer::bias_add});
     t.push_back({"expand_dims", P::broadcast, 1, 1, {{"num_newaxis", integer(1)}}, infer::expand_dims});
     t.push_back({"nn.dense", P::out_ewise_fusable, 2, 2, {{"units", none()}, {"out_dtype", string("")}}, infer::dense});
-    t.push_back({"nn.matmul", P::out_ewise_fusable, 2, 2,
-                 {{"units", none()}, {"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}},
+    t.push_back({"nn.matmul",
+                 P::out_ewise_fusable,
+                 2,
+                 2,
+                 {{"units", none()},
+                  {"out_dtype", string("")},
+                  {"transpose_a", boolean(false)},
+                  {"transpose_b", boolean(false)}},
                  infer::matmul});
     // BatchMatmulAttrs' C++ defaults are false/false (the Python wrapper passes transpose_b=True,
     // so TVM's text writes it); text from printers before 0.8 meant a x b^T: the parser
     // writes transpose_b=True into such calls (parser.hpp, legacy_batch_matmul).
-    t.push_back({"nn.batch_matmul", P::out_ewise_fusable, 2, 2,
-                 {{"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}}, infer::batch_matmul});
+    t.push_back({"nn.batch_matmul",
+                 P::out_ewise_fusable,
+                 2,
+                 2,
+                 {{"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}},
+                 infer::batch_matmul});
     t.push_back({"reshape", P::injective, 1, 1, {{"allowzero", integer(0)}}, infer::reshape});
     t.push_back({"transpose", P::injective, 1, 1, {{"axes", none()}}, infer::transpose});
     t.push_back({"squeeze", P::injective, 1, 1, {{"axis", none()}}, infer::squeeze});
     t.push_back({"split", P::injective, 1, 1, {{"axis", integer(0)}}, infer::split});
     t.push_back({"concatenate", P::injective, 1, 1, {{"axis", integer(0)}}, infer::concatenate});
     t.push_back({"stack", P::injective, 1, 1, {{"axis", integer(0)}}, infer::stack});
-    t.push_back({"strided_slice", P::injective, 1, 1, {{"strides", none()}, {"axes", none()}, {"slice_mode", string("end")}},
+    t.push_back({"strided_slice",
+                 P::injective,
+                 1,
+                 1,
+                 {{"strides", none()}, {"axes", none()}, {"slice_mode", string("end")}},
                  infer::strided_slice});
-    t.push_back({"take", P::injective, 2, 2, {{"axis", none()}, {"batch_dims", integer(0)}, {"mode", string("clip")}}, infer::take});
+    t.push_back({"take",
+                 P::injective,
+                 2,
+                 2,
+                 {{"axis", none()}, {"batch_dims", integer(0)}, {"mode", string("clip")}},
+                 infer::take});
     for (std::string_view n : {"sum", "mean", "max", "min", "prod"})
-      t.push_back({n, P::comm_reduce, 1, 1, {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}}, infer::reduce});
-    t.push_back({"variance", P::comm_reduce, 2, 2,
-                 {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}, {"unbiased", boolean(false)}}, infer::variance});
+      t.push_back({n,
+                   P::comm_reduce,
+                   1,
+                   1,
+                   {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}},
+                   infer::reduce});
+    t.push_back(
+        {"variance",
+         P::comm_reduce,
+         2,
+         2,
+         {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}, {"unbiased", boolean(false)}},
+         infer::variance});
     t.push_back({"collapse_sum_like", P::comm_reduce, 2, 2, {}, infer::collapse_sum_like});
     t.push_back({"broadcast_to", P::broadcast, 1, 1, {{"dtype", string("")}}, infer::broadcast_to});
     t.push_back({"full", P::elemwise, 1, 1, {{"dtype", string("")}}, infer::full});
-    t.push_back({"one_hot", P::out_ewise_fusable, 3, 3, {{"depth", integer(1)}, {"axis", integer(-1)}, {"dtype", string("")}}, infer::one_hot});
+    t.push_back({"one_hot",
+                 P::out_ewise_fusable,
+                 3,
+                 3,
+                 {{"depth", integer(1)}, {"axis", integer(-1)}, {"dtype", string("")}},
+                 infer::one_hot});
     t.push_back({"broadcast_to_like", P::broadcast, 2, 2, {}, infer::broadcast_to_like});
     t.push_back({"nn.softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
     t.push_back({"nn.log_softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
-    t.push_back({"nn.layer_norm", P::none, 3, 3, {{"axis", integer(-1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}},
+    t.push_back({"nn.layer_norm",
+                 P::none,
+                 3,
+                 3,
+                 {{"axis", integer(-1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}},
                  infer::layer_norm});
-    t.push_back({"nn.batch_norm", P::out_ewise_fusable, 5, 5,
-                 {{"axis", integer(1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}}, infer::batch_norm});
+    t.push_back({"nn.batch_norm",
+                 P::out_ewise_fusable,
+                 5,
+                 5,
+                 {{"axis", integer(1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}},
+                 infer::batch_norm});
     t.push_back({"nn.dropout", P::opaque, 1, 1, {{"rate", real(0.5)}}, infer::dropout});
     t.push_back({"annotation.stop_fusion", P::opaque, 1, 1, {}, infer::identity});
     t.push_back({"on_device", P::opaque, 1, 1, {}, infer::identity});
     t.push_back({"device_copy", P::opaque, 1, 1, {}, infer::identity});
-    t.push_back({"qnn.quantize", P::none, 3, 3, {{"axis", integer(-1)}, {"out_dtype", string("int8")}}, infer::qnn_quantize});
-    t.push_back({"qnn.dequantize", P::none, 3, 3, {{"axis", integer(-1)}, {"out_dtype", string("float32")}}, infer::qnn_dequantize});
-    t.push_back({"qnn.requantize", P::none, 5, 5,
-                 {{"axis", integer(-1)}, {"rounding", string("None")}, {"compute_dtype", string("None")}, {"out_dtype", string("int8")}},
+    t.push_back(
+        {"qnn.quantize", P::none, 3, 3, {{"axis", integer(-1)}, {"out_dtype", string("int8")}}, infer::qnn_quantize});
+    t.push_back({"qnn.dequantize",
+                 P::none,
+                 3,
+                 3,
+                 {{"axis", integer(-1)}, {"out_dtype", string("float32")}},
+                 infer::qnn_dequantize});
+    t.push_back({"qnn.requantize",
+                 P::none,
+                 5,
+                 5,
+                 {{"axis", integer(-1)},
+                  {"rounding", string("None")},
+                  {"compute_dtype", string("None")},
+                  {"out_dtype", string("int8")}},
                  infer::qnn_requantize});
-    t.push_back({"qnn.dense", P::out_ewise_fusable, 6, 6, {{"units", none()}, {"out_dtype", string("int32")}}, infer::qnn_dense});
-    t.push_back({"qnn.batch_matmul", P::none, 6, 6,
-                 {{"out_dtype", string("int32")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}}, infer::qnn_batch_matmul});
-    t.push_back({"qnn.add", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
-    t.push_back({"qnn.mul", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
+    t.push_back({"qnn.dense",
+                 P::out_ewise_fusable,
+                 6,
+                 6,
+                 {{"units", none()}, {"out_dtype", string("int32")}},
+                 infer::qnn_dense});
+    t.push_back({"qnn.batch_matmul",
+                 P::none,
+                 6,
+                 6,
+                 {{"out_dtype", string("int32")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}},
+                 infer::qnn_batch_matmul});
+    t.push_back(
+        {"qnn.add", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
+    t.push_back(
+        {"qnn.mul", P::broadcast, 8, 8, {{"lhs_axis", integer(-1)}, {"rhs_axis", integer(-1)}}, infer::qnn_binary});
     t.push_back({"qnn.concatenate", P::none, 5, 5, {{"axis", integer(0)}}, infer::qnn_concatenate});
     return t;
   }();

@@ -100,7 +100,9 @@ class bit_reader {
   /// Whole bytes not yet read (after align()).
   std::size_t bytes_left() const { return in_.size() - next_; }
 
-  [[noreturn]] void fail(const std::string& what) const { throw relay::error(context_ + ": bad DEFLATE data: " + what); }
+  [[noreturn]] void fail(const std::string& what) const {
+    throw relay::error(context_ + ": bad DEFLATE data: " + what);
+  }
 
  private:
   void refill() {
@@ -135,12 +137,14 @@ class huffman {
       left = left * 2 - count_[len];
       if (left < 0) return "over-subscribed Huffman code lengths";
     }
-    const unsigned codes = static_cast<unsigned>(lengths.size()) - static_cast<unsigned>(std::count(lengths.begin(), lengths.end(), 0));
+    const unsigned codes =
+        static_cast<unsigned>(lengths.size()) - static_cast<unsigned>(std::count(lengths.begin(), lengths.end(), 0));
     if (left > 0 && !(allow_sparse && (codes == 0 || (codes == 1 && count_[1] == 1))))
       return "incomplete Huffman code lengths";
     // Symbols in code order: by length, then by symbol (the canonical assignment).
     std::array<std::uint16_t, max_bits + 2> offset{};
-    for (unsigned len = 1; len <= max_bits; ++len) offset[len + 1] = static_cast<std::uint16_t>(offset[len] + count_[len]);
+    for (unsigned len = 1; len <= max_bits; ++len)
+      offset[len + 1] = static_cast<std::uint16_t>(offset[len] + count_[len]);
     std::array<std::uint32_t, max_bits + 1> next_code{};
     for (unsigned len = 1, code = 0; len <= max_bits; ++len) {
       code = (code + count_[len - 1]) << 1;
@@ -185,12 +189,11 @@ class huffman {
   std::array<std::uint16_t, 1u << fast_bits> fast_{};  // len << 9 | symbol; 0: look further
 };
 
-
 // ---- ZIP (PKWARE APPNOTE 6.3) -----------------------------------------------------------------
 
 constexpr std::uint32_t local_header_signature = 0x04034b50, central_header_signature = 0x02014b50,
-                               end_signature = 0x06054b50, zip64_end_signature = 0x06064b50,
-                               zip64_locator_signature = 0x07064b50, descriptor_signature = 0x08074b50;
+                        end_signature = 0x06054b50, zip64_end_signature = 0x06064b50,
+                        zip64_locator_signature = 0x07064b50, descriptor_signature = 0x08074b50;
 constexpr std::uint16_t zip64_extra_id = 0x0001;
 constexpr std::uint64_t zip32_max = 0xFFFFFFFF;  // a 32-bit field at this value is in the ZIP64 extra
 
@@ -210,7 +213,8 @@ std::vector<zip_member> zip_directory(std::span<const unsigned char> z, const Fa
   std::size_t end = z.size() - 22;
   for (;; --end) {
     if (load_le(z, end, 4) == end_signature && load_le(z, end + 20, 2) == z.size() - end - 22) break;
-    if (end == 0 || z.size() - end - 22 == 0xFFFF) throw fail("no end of central directory record (truncated, or not a ZIP archive)");
+    if (end == 0 || z.size() - end - 22 == 0xFFFF)
+      throw fail("no end of central directory record (truncated, or not a ZIP archive)");
   }
   if (load_le(z, end + 4, 2) != 0 || load_le(z, end + 6, 2) != 0) throw fail("multi-disk archives are not supported");
   std::uint64_t count = load_le(z, end + 10, 2), cd_size = load_le(z, end + 12, 4), cd_offset = load_le(z, end + 16, 4);
@@ -220,9 +224,11 @@ std::vector<zip_member> zip_directory(std::span<const unsigned char> z, const Fa
   // the 64-bit count, size and offset.
   if (end >= 20 && load_le(z, end - 20, 4) == zip64_locator_signature) {
     const std::size_t locator = end - 20;
-    if (load_le(z, locator + 4, 4) != 0 || load_le(z, locator + 16, 4) != 1) throw fail("multi-disk archives are not supported");
+    if (load_le(z, locator + 4, 4) != 0 || load_le(z, locator + 16, 4) != 1)
+      throw fail("multi-disk archives are not supported");
     const std::uint64_t record = load_le(z, locator + 8, 8);
-    if (record > locator || locator - record < 56 || load_le(z, static_cast<std::size_t>(record), 4) != zip64_end_signature)
+    if (record > locator || locator - record < 56 ||
+        load_le(z, static_cast<std::size_t>(record), 4) != zip64_end_signature)
       throw fail("the ZIP64 end locator points at " + std::to_string(record) + ", where there is no ZIP64 end record");
     const auto r = static_cast<std::size_t>(record);
     if (load_le(z, r + 16, 4) != 0 || load_le(z, r + 20, 4) != 0) throw fail("multi-disk archives are not supported");
@@ -255,7 +261,8 @@ std::vector<zip_member> zip_directory(std::span<const unsigned char> z, const Fa
     m.crc = static_cast<std::uint32_t>(load_le(cd, at + 16, 4));
     m.compressed = load_le(cd, at + 20, 4);
     m.size = load_le(cd, at + 24, 4);
-    const std::size_t name_len = load_le(cd, at + 28, 2), extra_len = load_le(cd, at + 30, 2), comment_len = load_le(cd, at + 32, 2);
+    const std::size_t name_len = load_le(cd, at + 28, 2), extra_len = load_le(cd, at + 30, 2),
+                      comment_len = load_le(cd, at + 32, 2);
     if (load_le(cd, at + 34, 2) != 0) throw fail(which + ": multi-disk archives are not supported");
     m.offset = load_le(cd, at + 42, 4);
     if (cd.size() - at - 46 < name_len + extra_len + comment_len)
@@ -305,12 +312,14 @@ std::uint32_t crc32(std::span<const unsigned char> bytes, std::uint32_t crc) {
   return ~crc;
 }
 
-std::vector<unsigned char> inflate(std::span<const unsigned char> in, std::size_t expected_size, const std::string& context) {
+std::vector<unsigned char> inflate(std::span<const unsigned char> in, std::size_t expected_size,
+                                   const std::string& context) {
   static constexpr std::uint16_t length_base[29] = {3,  4,  5,  6,  7,  8,  9,  10, 11,  13,  15,  17,  19,  23, 27,
                                                     31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258};
-  static constexpr std::uint8_t length_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
-  static constexpr std::uint16_t distance_base[30] = {1,    2,    3,    4,    5,    7,     9,     13,    17,  25,
-                                                      33,   49,   65,   97,   129,  193,   257,   385,   513, 769,
+  static constexpr std::uint8_t length_extra[29] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2,
+                                                    2, 3, 3, 3, 3, 4, 4, 4, 4, 5, 5, 5, 5, 0};
+  static constexpr std::uint16_t distance_base[30] = {1,    2,    3,    4,    5,    7,    9,    13,    17,    25,
+                                                      33,   49,   65,   97,   129,  193,  257,  385,   513,   769,
                                                       1025, 1537, 2049, 3073, 4097, 6145, 8193, 12289, 16385, 24577};
   static constexpr std::uint8_t distance_extra[30] = {0, 0, 0, 0, 1, 1, 2, 2,  3,  3,  4,  4,  5,  5,  6,
                                                       6, 7, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13};
@@ -324,7 +333,8 @@ std::vector<unsigned char> inflate(std::span<const unsigned char> in, std::size_
   auto make_room = [&](std::size_t n) {
     if (n > expected_size - out.size())
       bits.fail("inflates to more than the " + std::to_string(expected_size) + " bytes the archive declares");
-    if (n > out.capacity() - out.size()) out.reserve(std::min(expected_size, std::max(out.size() + n, 2 * out.capacity())));
+    if (n > out.capacity() - out.size())
+      out.reserve(std::min(expected_size, std::max(out.size() + n, 2 * out.capacity())));
   };
   huffman literals, distances;
   bool last = false;
@@ -370,7 +380,8 @@ std::vector<unsigned char> inflate(std::span<const unsigned char> in, std::size_
         if (sym == 16 && n == 0) bits.fail("code length 16 (repeat the previous) comes first");
         const std::uint8_t value = sym == 16 ? lengths[n - 1] : 0;
         const unsigned repeat = sym == 16 ? 3 + bits.bits(2) : sym == 17 ? 3 + bits.bits(3) : 11 + bits.bits(7);
-        if (repeat > hlit + hdist - n) bits.fail("code lengths repeat past the " + std::to_string(hlit + hdist) + " codes");
+        if (repeat > hlit + hdist - n)
+          bits.fail("code lengths repeat past the " + std::to_string(hlit + hdist) + " codes");
         for (unsigned i = 0; i < repeat; ++i) lengths[n++] = value;
       }
       if (lengths[256] == 0) bits.fail("the block's code has no end-of-block symbol");
@@ -404,12 +415,15 @@ std::vector<unsigned char> inflate(std::span<const unsigned char> in, std::size_
   bits.align();
   if (bits.bytes_left()) bits.fail(std::to_string(bits.bytes_left()) + " bytes follow the final block");
   if (out.size() != expected_size)
-    bits.fail("inflates to " + std::to_string(out.size()) + " bytes, the archive declares " + std::to_string(expected_size));
+    bits.fail("inflates to " + std::to_string(out.size()) + " bytes, the archive declares " +
+              std::to_string(expected_size));
   return out;
 }
 
-void zip_writer::add(const std::string& name, std::uint16_t method, std::uint32_t crc, std::uint64_t size, std::string_view data) {
-  if (name.size() > 0xFFFF) throw relay::error("zip: member name of " + std::to_string(name.size()) + " bytes is too long");
+void zip_writer::add(const std::string& name, std::uint16_t method, std::uint32_t crc, std::uint64_t size,
+                     std::string_view data) {
+  if (name.size() > 0xFFFF)
+    throw relay::error("zip: member name of " + std::to_string(name.size()) + " bytes is too long");
   member m{name, method, crc, size, data.size(), offset_};
   const bool zip64 = force_zip64_ || m.size >= zip32_max || m.compressed >= zip32_max;
   std::string h;
@@ -417,8 +431,8 @@ void zip_writer::add(const std::string& name, std::uint16_t method, std::uint32_
   put_le(h, zip64 ? 45 : 20, 2);  // version needed: 4.5 for ZIP64, else 2.0
   put_le(h, 0, 2);                // flags
   put_le(h, method, 2);
-  put_le(h, 0, 2);                // time 00:00:00
-  put_le(h, 0x21, 2);             // date 1980-01-01: a fixed stamp keeps output reproducible
+  put_le(h, 0, 2);     // time 00:00:00
+  put_le(h, 0x21, 2);  // date 1980-01-01: a fixed stamp keeps output reproducible
   put_le(h, crc, 4);
   put_le(h, zip64 ? zip32_max : m.compressed, 4);
   put_le(h, zip64 ? zip32_max : m.size, 4);
@@ -441,7 +455,8 @@ void zip_writer::finish() {
   for (const member& m : members_) {
     // In the central directory the ZIP64 extra holds just the fields whose 32-bit value is 0xFFFFFFFF.
     std::string extra;
-    const bool big_size = force_zip64_ || m.size >= zip32_max, big_compressed = force_zip64_ || m.compressed >= zip32_max,
+    const bool big_size = force_zip64_ || m.size >= zip32_max,
+               big_compressed = force_zip64_ || m.compressed >= zip32_max,
                big_offset = force_zip64_ || m.offset >= zip32_max;
     if (big_size) put_le(extra, m.size, 8);
     if (big_compressed) put_le(extra, m.compressed, 8);
@@ -514,7 +529,9 @@ void zip_writer::write(std::string_view s) {
 }  // namespace detail
 
 std::vector<entry> read_param_dict(std::span<const unsigned char> bytes, const std::string& source_name) {
-  auto fail = [&](const std::string& what) { return relay::error(source_name + ": not a valid TVM param dict: " + what); };
+  auto fail = [&](const std::string& what) {
+    return relay::error(source_name + ": not a valid TVM param dict: " + what);
+  };
   std::size_t pos = 0;
   auto u64 = [&](const std::string& field) {
     if (bytes.size() - pos < 8)
@@ -530,7 +547,8 @@ std::vector<entry> read_param_dict(std::span<const unsigned char> bytes, const s
   const std::uint64_t names = u64("the name count");
   // Each name takes at least 8 bytes and each array at least 40 (a blob's fixed fields).
   if (names > (bytes.size() - pos) / 48)
-    throw fail("the name count " + std::to_string(names) + " is more than the " + std::to_string(bytes.size()) + "-byte file can hold");
+    throw fail("the name count " + std::to_string(names) + " is more than the " + std::to_string(bytes.size()) +
+               "-byte file can hold");
   std::vector<entry> entries(static_cast<std::size_t>(names));
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::uint64_t len = u64("the length of name " + std::to_string(i));
@@ -547,13 +565,15 @@ std::vector<entry> read_param_dict(std::span<const unsigned char> bytes, const s
   for (std::size_t i = 0; i < entries.size(); ++i) {
     const std::string which = "array " + std::to_string(i) + " ('" + entries[i].name + "')";
     if (const auto [it, fresh] = seen.emplace(entries[i].name, i); !fresh)
-      throw fail("duplicate name '" + entries[i].name + "' (arrays " + std::to_string(it->second) + " and " + std::to_string(i) + ")");
+      throw fail("duplicate name '" + entries[i].name + "' (arrays " + std::to_string(it->second) + " and " +
+                 std::to_string(i) + ")");
     // The array's blob (the metadata's layout) runs to where its data_byte_size ends.
     std::string err;
     std::size_t blob_size = 0;
     const auto c = decode_ndarray(bytes.subspan(pos), err, &blob_size);
     if (!c) throw fail(which + ": " + err);
-    if (c->dt.lanes != 1) throw fail(which + ": dtype " + c->dt.name() + " has " + std::to_string(c->dt.lanes) + " lanes (only 1 is read)");
+    if (c->dt.lanes != 1)
+      throw fail(which + ": dtype " + c->dt.name() + " has " + std::to_string(c->dt.lanes) + " lanes (only 1 is read)");
     entries[i].data = *c;
     pos += blob_size;
   }
@@ -562,7 +582,9 @@ std::vector<entry> read_param_dict(std::span<const unsigned char> bytes, const s
 }
 
 std::vector<entry> read_npz(std::span<const unsigned char> bytes, const std::string& source_name) {
-  auto fail = [&](const std::string& what) { return relay::error(source_name + ": not a valid .npz archive: " + what); };
+  auto fail = [&](const std::string& what) {
+    return relay::error(source_name + ": not a valid .npz archive: " + what);
+  };
   const std::vector<detail::zip_member> members = detail::zip_directory(bytes, fail);
   std::vector<entry> entries;
   entries.reserve(members.size());
@@ -572,7 +594,8 @@ std::vector<entry> read_npz(std::span<const unsigned char> bytes, const std::str
     auto bad = [&](const std::string& what) { return relay::error(context + ": " + what); };
     if (m.flags & 1) throw bad("encrypted members are not supported");
     if (m.method != 0 && m.method != 8)
-      throw bad("unsupported compression method " + std::to_string(m.method) + " (only 0, stored, and 8, deflate, are read)");
+      throw bad("unsupported compression method " + std::to_string(m.method) +
+                " (only 0, stored, and 8, deflate, are read)");
     // The local header repeats the name and method; its extra field (NumPy puts a ZIP64 one
     // there) may differ from the central directory's, so only its length is used.
     if (m.offset > bytes.size() || bytes.size() - m.offset < 30)
@@ -580,9 +603,12 @@ std::vector<entry> read_npz(std::span<const unsigned char> bytes, const std::str
     const auto local = static_cast<std::size_t>(m.offset);
     if (detail::load_le(bytes, local, 4) != detail::local_header_signature)
       throw bad("no local header signature at offset " + std::to_string(local));
-    if (detail::load_le(bytes, local + 8, 2) != m.method) throw bad("the local header and the central directory disagree on the method");
-    const std::size_t name_len = detail::load_le(bytes, local + 26, 2), extra_len = detail::load_le(bytes, local + 28, 2);
-    if (bytes.size() - local - 30 < name_len + extra_len) throw bad("the local header's name and extra field run past the end");
+    if (detail::load_le(bytes, local + 8, 2) != m.method)
+      throw bad("the local header and the central directory disagree on the method");
+    const std::size_t name_len = detail::load_le(bytes, local + 26, 2),
+                      extra_len = detail::load_le(bytes, local + 28, 2);
+    if (bytes.size() - local - 30 < name_len + extra_len)
+      throw bad("the local header's name and extra field run past the end");
     if (std::string_view(reinterpret_cast<const char*>(bytes.data()) + local + 30, name_len) != m.name)
       throw bad("the local header names it differently");
     const std::size_t data_at = local + 30 + name_len + extra_len;
@@ -595,13 +621,15 @@ std::vector<entry> read_npz(std::span<const unsigned char> bytes, const std::str
       std::size_t d = data_at + data.size();
       if (bytes.size() - d >= 4 && detail::load_le(bytes, d, 4) == detail::descriptor_signature) d += 4;
       if (bytes.size() - d < 4) throw bad("the data descriptor runs past the end");
-      if (detail::load_le(bytes, d, 4) != m.crc) throw bad("the data descriptor and the central directory disagree on the CRC-32");
+      if (detail::load_le(bytes, d, 4) != m.crc)
+        throw bad("the data descriptor and the central directory disagree on the CRC-32");
     }
     std::vector<unsigned char> inflated;
     std::span<const unsigned char> content = data;
     if (m.method == 0) {
       if (m.size != m.compressed)
-        throw bad("stored, but its size " + std::to_string(m.size) + " is not its compressed size " + std::to_string(m.compressed));
+        throw bad("stored, but its size " + std::to_string(m.size) + " is not its compressed size " +
+                  std::to_string(m.compressed));
     } else {
       // DEFLATE writes at most 258 bytes per length/distance pair of at least 2 bits, so 1032
       // per input byte: a larger size is a lie, refused before any of it is allocated.
@@ -615,7 +643,8 @@ std::vector<entry> read_npz(std::span<const unsigned char> bytes, const std::str
       throw bad("CRC-32 mismatch: the data has " + detail::hex(crc, 8) + ", the archive says " + detail::hex(m.crc, 8));
     if (!m.name.ends_with(".npy")) throw bad("not a .npy member (an .npz holds only NAME.npy members)");
     entry e{m.name.substr(0, m.name.size() - 4), {}};
-    if (const auto [it, fresh] = seen.emplace(e.name, m.name); !fresh) throw bad("duplicate array name '" + e.name + "'");
+    if (const auto [it, fresh] = seen.emplace(e.name, m.name); !fresh)
+      throw bad("duplicate array name '" + e.name + "'");
     e.data = npy::read(std::string_view(reinterpret_cast<const char*>(content.data()), content.size()), context);
     entries.push_back(std::move(e));
   }
@@ -628,8 +657,8 @@ std::vector<entry> read_file(const std::string& path) {
   if (bytes.size() >= 8 && detail::load_le(bytes, 0, 8) == param_dict_magic) return read_param_dict(bytes, path);
   // "PK\3\4" opens an archive with members, "PK\5\6" an empty one (np.savez of nothing).
   if (file.starts_with("PK\x03\x04") || file.starts_with("PK\x05\x06")) return read_npz(bytes, path);
-  throw relay::error(path + ": not a weights file: neither a TVM param dict (magic " + detail::hex(param_dict_magic, 16) +
-                     ") nor an .npz archive (\"PK\\x03\\x04\")");
+  throw relay::error(path + ": not a weights file: neither a TVM param dict (magic " +
+                     detail::hex(param_dict_magic, 16) + ") nor an .npz archive (\"PK\\x03\\x04\")");
 }
 
 void save_param_dict(const std::string& path, const std::vector<entry>& entries) {

@@ -66,8 +66,9 @@ std::vector<unsigned char> scalar_bytes(relay::dtype dt, bool is_real, std::int6
       return {};
     }
     const unsigned bits = dt.bits;
-    const bool fits = dt.is_int() ? (bits >= 64 || (i >= -(std::int64_t(1) << (bits - 1)) && i < (std::int64_t(1) << (bits - 1))))
-                                  : (i >= 0 && (bits >= 64 || i < (std::int64_t(1) << bits)));
+    const bool fits =
+        dt.is_int() ? (bits >= 64 || (i >= -(std::int64_t(1) << (bits - 1)) && i < (std::int64_t(1) << (bits - 1))))
+                    : (i >= 0 && (bits >= 64 || i < (std::int64_t(1) << bits)));
     if (!fits) {
       why = std::to_string(i) + " does not fit " + dt.name();
       return {};
@@ -141,12 +142,11 @@ class parser {
   }
   void expect_end() {
     const token& t = lx_->peek();
-    if (t.kind != token_kind::end) throw error(t, "expected the end of the input after the metadata section, found " + describe(t));
+    if (t.kind != token_kind::end)
+      throw error(t, "expected the end of the input after the metadata section, found " + describe(t));
   }
   // An identifier followed by `=` (not `==`): a keyword attribute.
-  bool at_attribute() {
-    return lx_->peek().kind == token_kind::ident && lx_->peek(1).is("=");
-  }
+  bool at_attribute() { return lx_->peek().kind == token_kind::ident && lx_->peek(1).is("="); }
 
   /// Counts one level of nesting for the lifetime of a parse function.
   struct depth_guard {
@@ -202,7 +202,8 @@ class parser {
           if (auto ty = comment_type(b + 3, type_end)) e->annotated = std::move(*ty);
         }
         if (span_at != std::string_view::npos && e->span.empty()) e->span = std::string(body.substr(span_at + 6));
-      } else if (c.kind == comment::style::block && !body.empty() && body.find_first_of(" \t\n") == std::string_view::npos) {
+      } else if (c.kind == comment::style::block && !body.empty() &&
+                 body.find_first_of(" \t\n") == std::string_view::npos) {
         if (e->span.empty()) e->span = std::string(body);
       }
     }
@@ -218,8 +219,7 @@ class parser {
     try {
       type ty = parse_type();
       if (lx_->peek().kind == token_kind::end) out = std::move(ty);
-    } catch (const relay::error&) {
-    }
+    } catch (const relay::error&) {}
     lx_ = saved;
     annotated_before_ = saved_annotated;
     return out;
@@ -260,7 +260,8 @@ class parser {
     if (is_extern || !accept("{")) return;
     while (!accept("}")) {
       const token& ctor = lx_->peek();
-      if (ctor.kind != token_kind::ident) throw error(ctor, "expected a constructor or '}' in the type definition, found " + describe(ctor));
+      if (ctor.kind != token_kind::ident)
+        throw error(ctor, "expected a constructor or '}' in the type definition, found " + describe(ctor));
       lx_->next();
       if (accept("(")) {
         for (;;) {
@@ -343,8 +344,9 @@ class parser {
     for (expr* e : meta_constants_) {
       const auto i = static_cast<std::size_t>(e->meta->index);
       if (i >= m_.constants.size() || !m_.constants[i])
-        throw error(e->at, "meta[relay.Constant][" + std::to_string(e->meta->index) + "] is out of range: the metadata section has " +
-                               std::to_string(m_.constants.size()) + " constants");
+        throw error(e->at, "meta[relay.Constant][" + std::to_string(e->meta->index) +
+                               "] is out of range: the metadata section has " + std::to_string(m_.constants.size()) +
+                               " constants");
       e->data = m_.constants[i];
       if (!e->annotated.known()) e->annotated = type::tensor(e->data->shape, e->data->dt);
     }
@@ -360,7 +362,8 @@ class parser {
     if (accept("[")) {
       for (;;) {
         const token& p = lx_->peek();
-        if (p.kind != token_kind::ident) throw error(p, "expected a type parameter of " + what + ", found " + describe(p));
+        if (p.kind != token_kind::ident)
+          throw error(p, "expected a type parameter of " + what + ", found " + describe(p));
         lx_->next();
         if (accept(",")) continue;
         expect("]", "to close the type parameters of " + what);
@@ -382,7 +385,8 @@ class parser {
           while (!accept("}")) {
             parse_attribute(v->attributes, "the parameter %" + p.text);
             if (!accept(",") && !lx_->peek().is("}"))
-              throw error(lx_->peek(), "expected ',' or '}' after the attributes of %" + p.text + ", found " + describe(lx_->peek()));
+              throw error(lx_->peek(), "expected ',' or '}' after the attributes of %" + p.text + ", found " +
+                                           describe(lx_->peek()));
           }
         }
         if (accept(":")) v->annotated = parse_type();
@@ -393,11 +397,13 @@ class parser {
         attrs_seen = true;
         parse_attribute(fn->attributes, what);
       } else {
-        throw error(t, std::string(attrs_seen ? "expected an attribute or ')'" : "expected a parameter, an attribute or ')'") +
-                           " in the parameters of " + what + ", found " + describe(t));
+        throw error(
+            t, std::string(attrs_seen ? "expected an attribute or ')'" : "expected a parameter, an attribute or ')'") +
+                   " in the parameters of " + what + ", found " + describe(t));
       }
       if (!accept(",") && !lx_->peek().is(")"))
-        throw error(lx_->peek(), "expected ',' or ')' in the parameters of " + what + ", found " + describe(lx_->peek()));
+        throw error(lx_->peek(),
+                    "expected ',' or ')' in the parameters of " + what + ", found " + describe(lx_->peek()));
     }
     lx_->next();
     if (accept("->")) fn->ret = parse_type();
@@ -442,7 +448,8 @@ class parser {
       if (t.is_ident("free_var")) {
         lx_->next();
         const token& v = lx_->peek();
-        if (v.kind != token_kind::local) throw error(v, "expected a variable such as %x after 'free_var', found " + describe(v));
+        if (v.kind != token_kind::local)
+          throw error(v, "expected a variable such as %x after 'free_var', found " + describe(v));
         expr* var = make_var(lx_->next());
         bind(var->name, var);
         free_vars_.push_back(var);
@@ -477,10 +484,12 @@ class parser {
     const token& t = lx_->peek();
     if (accept(";")) {
       if (is_closer(lx_->peek()))
-        throw error(lx_->peek(), "expected an expression after the binding of " + name + ", found " + describe(lx_->peek()));
+        throw error(lx_->peek(),
+                    "expected an expression after the binding of " + name + ", found " + describe(lx_->peek()));
       return;
     }
-    if (is_closer(t)) throw error(t, "expected ';' and an expression after the binding of " + name + ", found " + describe(t));
+    if (is_closer(t))
+      throw error(t, "expected ';' and an expression after the binding of " + name + ", found " + describe(t));
     if (!t.newline_before) throw error(t, "expected ';' after the binding of " + name + ", found " + describe(t));
   }
 
@@ -502,9 +511,10 @@ class parser {
   static std::optional<binop> binary_operator(const token& t) {
     if (t.kind != token_kind::punct) return std::nullopt;
     static constexpr std::pair<std::string_view, binop> table[] = {
-        {"*", {ops::multiply::name, 12}}, {"/", {ops::divide::name, 12}},  {"+", {ops::add::name, 10}},           {"-", {ops::subtract::name, 10}},
-        {"<", {ops::less::name, 8}},      {"<=", {ops::less_equal::name, 8}}, {">", {ops::greater::name, 8}}, {">=", {ops::greater_equal::name, 8}},
-        {"==", {ops::equal::name, 7}},    {"!=", {ops::not_equal::name, 7}}};
+        {"*", {ops::multiply::name, 12}}, {"/", {ops::divide::name, 12}},        {"+", {ops::add::name, 10}},
+        {"-", {ops::subtract::name, 10}}, {"<", {ops::less::name, 8}},           {"<=", {ops::less_equal::name, 8}},
+        {">", {ops::greater::name, 8}},   {">=", {ops::greater_equal::name, 8}}, {"==", {ops::equal::name, 7}},
+        {"!=", {ops::not_equal::name, 7}}};
     for (const auto& [s, b] : table)
       if (t.text == s) return b;
     return std::nullopt;
@@ -578,7 +588,8 @@ class parser {
       if (at_attribute()) {
         attrs_seen = true;
         parse_attribute(call->attributes, "the call of " + what);
-      } else if (t.kind == token_kind::meta && t.text.starts_with("relay.attrs.") && (lx_->peek(1).is(")") || lx_->peek(1).is(","))) {
+      } else if (t.kind == token_kind::meta && t.text.starts_with("relay.attrs.") &&
+                 (lx_->peek(1).is(")") || lx_->peek(1).is(","))) {
         // `on_device(%1, meta[relay.attrs.OnDeviceAttrs][0])`: the call's attrs object.
         attr_value v;
         v.k = attr_value::kind::meta;
@@ -588,7 +599,8 @@ class parser {
         lx_->next();
         attrs_seen = true;
       } else if (attrs_seen) {
-        throw error(t, "expected a keyword attribute or ')' in the call of " + what + " (arguments come before attributes), found " + describe(t));
+        throw error(t, "expected a keyword attribute or ')' in the call of " + what +
+                           " (arguments come before attributes), found " + describe(t));
       } else if (t.kind == token_kind::end) {
         throw error(t, "expected ')' to close the call of " + what + ", found " + describe(t));
       } else {
@@ -719,7 +731,9 @@ class parser {
     tuple->args.push_back(first);
     for (;;) {
       const token& t = lx_->peek();
-      if (!t.is(",")) throw error(t, "expected ',' or ')' in the tuple opened at line " + std::to_string(where(open).line) + ", found " + describe(t));
+      if (!t.is(","))
+        throw error(t, "expected ',' or ')' in the tuple opened at line " + std::to_string(where(open).line) +
+                           ", found " + describe(t));
       lx_->next();
       if (accept(")")) return tuple;
       tuple->args.push_back(parse_binop());
@@ -760,7 +774,8 @@ class parser {
     if (k.kind != token_kind::ident || !lx_->peek(1).is("="))
       throw error(k, "expected an attribute KEY=VALUE in " + what + ", found " + describe(k));
     if (into.find(k.text))
-      throw error(k, "attribute " + k.text + " is given twice in " + what + " (which value is meant is ambiguous; TVM silently takes the last)");
+      throw error(k, "attribute " + k.text + " is given twice in " + what +
+                         " (which value is meant is ambiguous; TVM silently takes the last)");
     std::string key = lx_->next().text;
     lx_->next();
     into.items.emplace_back(std::move(key), parse_attr_value());
@@ -813,7 +828,8 @@ class parser {
           return v;
         }
         const token& after = lx_->peek(1);
-        if ((after.is("(") || after.is("{")) && after.begin == t.end && t.text != "fn" && t.text != "if") return raw_blob(v);
+        if ((after.is("(") || after.is("{")) && after.begin == t.end && t.text != "fn" && t.text != "if")
+          return raw_blob(v);
         break;
       }
       case token_kind::punct: {
@@ -828,7 +844,8 @@ class parser {
             v.items.push_back(parse_attr_value());
             if (accept(",")) comma = true;
             else if (!lx_->peek().is(close))
-              throw error(lx_->peek(), std::string("expected ',' or '") + close + "' in the attribute value opened at line " +
+              throw error(lx_->peek(), std::string("expected ',' or '") + close +
+                                           "' in the attribute value opened at line " +
                                            std::to_string(where(open).line) + ", found " + describe(lx_->peek()));
           }
           if (!bracket && v.items.size() == 1 && !comma) return std::move(v.items[0]);  // (value)
@@ -869,12 +886,13 @@ class parser {
     while (p < text.size() && closers.empty() && text[p] != '(' && text[p] != '{' && text[p] != '[') ++p;
     for (; p < text.size(); ++p) {
       const char c = text[p];
-      if (c == '(' ) closers.push_back(')');
+      if (c == '(') closers.push_back(')');
       else if (c == '[') closers.push_back(']');
       else if (c == '{') closers.push_back('}');
       else if (c == ')' || c == ']' || c == '}') {
         if (closers.empty() || closers.back() != c)
-          throw lx_->error_at(p, std::string("unbalanced '") + c + "' in the attribute value starting at line " + std::to_string(where(first).line));
+          throw lx_->error_at(p, std::string("unbalanced '") + c + "' in the attribute value starting at line " +
+                                     std::to_string(where(first).line));
         closers.pop_back();
         if (closers.empty()) break;
       } else if (c == '"' || c == '\'') {
@@ -933,8 +951,8 @@ class parser {
       while (!accept(close)) {
         n.fields.push_back(parse_type());
         if (!accept(",") && !lx_->peek().is(close))
-          throw error(lx_->peek(), "expected ',' or '" + std::string(close) + "' in the type arguments of " + name.text + ", found " +
-                                       describe(lx_->peek()));
+          throw error(lx_->peek(), "expected ',' or '" + std::string(close) + "' in the type arguments of " +
+                                       name.text + ", found " + describe(lx_->peek()));
       }
     }
     if (tuple && close) return type::tuple(std::move(n.fields));

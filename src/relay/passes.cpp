@@ -77,9 +77,10 @@ struct inline_budget {
   void charge(const module& m, const expr* call, expr* body) const {
     const std::size_t adding = post_order({body}).size();
     if (m.nodes.size() + adding > limit)
-      throw m.error_at(call->at, "inlining this call would grow the program past " + std::to_string(limit) +
-                                     " nodes: its functions call each other so many times that the inlined program is exponentially "
-                                     "larger than the text (keep such functions as calls, or inline fewer levels)");
+      throw m.error_at(
+          call->at, "inlining this call would grow the program past " + std::to_string(limit) +
+                        " nodes: its functions call each other so many times that the inlined program is exponentially "
+                        "larger than the text (keep such functions as calls, or inline fewer levels)");
   }
 };
 
@@ -298,7 +299,9 @@ void inline_functions(module& m) {
   for (;;) {
     std::unordered_map<expr*, expr*> map;
     for (expr* e : post_order(def_roots(m))) {
-      if (e->kind != expr_kind::call || !e->callee || e->callee->kind != expr_kind::global || !inlinable.count(e->callee->name)) continue;
+      if (e->kind != expr_kind::call || !e->callee || e->callee->kind != expr_kind::global ||
+          !inlinable.count(e->callee->name))
+        continue;
       const definition* d = m.find(e->callee->name);
       if (d->fn->args.size() != e->args.size()) continue;
       budget.charge(m, e, d->fn->body);
@@ -313,7 +316,9 @@ void inline_functions(module& m) {
   for (definition& d : m.defs)
     for (const std::string& used : globals_used(d.fn))
       if (used != d.name) still_used.insert(used);
-  std::erase_if(m.defs, [&](const definition& d) { return d.name != "main" && inlinable.count(d.name) && !still_used.count(d.name); });
+  std::erase_if(m.defs, [&](const definition& d) {
+    return d.name != "main" && inlinable.count(d.name) && !still_used.count(d.name);
+  });
   if (typed) typecheck(m);
 }
 
@@ -366,13 +371,18 @@ void simplify_inference(module& m) {
         continue;
       }
       const location at = call->at;
-      expr *data = call->args[0], *gamma = call->args[1], *beta = call->args[2], *mean = call->args[3], *var = call->args[4];
+      expr *data = call->args[0], *gamma = call->args[1], *beta = call->args[2], *mean = call->args[3],
+           *var = call->args[4];
       const std::int64_t ndim = static_cast<std::int64_t>(t.shape.size());
       std::int64_t axis = static_cast<std::int64_t>(attr_or_default(*call, "axis")->number());
       if (axis < 0) axis += ndim;
       // TVM makes epsilon a scalar of the data's dtype from the float attribute.
       const double eps = static_cast<float>(attr_or_default(*call, "epsilon")->number());
-      expr* scale = make_call(m, ops::divide::name, {make_scalar(m, t.dt, 1.0, at), make_call(m, ops::sqrt::name, {make_call(m, ops::add::name, {var, make_scalar(m, t.dt, eps, at)}, at)}, at)}, at);
+      expr* scale = make_call(
+          m, ops::divide::name,
+          {make_scalar(m, t.dt, 1.0, at),
+           make_call(m, ops::sqrt::name, {make_call(m, ops::add::name, {var, make_scalar(m, t.dt, eps, at)}, at)}, at)},
+          at);
       if (attr_or_default(*call, "scale")->number() != 0) scale = make_call(m, ops::multiply::name, {scale, gamma}, at);
       expr* shift = make_call(m, ops::multiply::name, {make_call(m, ops::negative::name, {mean}, at), scale}, at);
       if (attr_or_default(*call, "center")->number() != 0) shift = make_call(m, ops::add::name, {shift, beta}, at);
@@ -401,10 +411,13 @@ void simplify_inference(module& m) {
       expr* mu = make_call(m, "mean", {data}, at, reduce_attrs());
       expr* diff = make_call(m, ops::subtract::name, {data, mu}, at);
       expr* variance = make_call(m, "variance", {data, mu}, at, reduce_attrs());
-      expr* denom = make_call(m, ops::sqrt::name, {make_call(m, ops::add::name, {variance, make_scalar(m, t.dt, eps, at)}, at)}, at);
+      expr* denom = make_call(m, ops::sqrt::name,
+                              {make_call(m, ops::add::name, {variance, make_scalar(m, t.dt, eps, at)}, at)}, at);
       expr* out = make_call(m, ops::divide::name, {diff, denom}, at);
-      if (attr_or_default(*e, "scale")->number() != 0) out = make_call(m, ops::multiply::name, {out, expand_to_axis(m, gamma, ndim, axis, at)}, at);
-      if (attr_or_default(*e, "center")->number() != 0) out = make_call(m, ops::add::name, {out, expand_to_axis(m, beta, ndim, axis, at)}, at);
+      if (attr_or_default(*e, "scale")->number() != 0)
+        out = make_call(m, ops::multiply::name, {out, expand_to_axis(m, gamma, ndim, axis, at)}, at);
+      if (attr_or_default(*e, "center")->number() != 0)
+        out = make_call(m, ops::add::name, {out, expand_to_axis(m, beta, ndim, axis, at)}, at);
       map[e] = out;
     }
   }
@@ -418,9 +431,11 @@ void simplify_inference(module& m) {
 void fold_constant(module& m) {
   using namespace pass_detail;
   typecheck(m);
-  static const std::unordered_set<std::string> kept = {"nn.dropout", "on_device", "device_copy", "annotation.stop_fusion"};
+  static const std::unordered_set<std::string> kept = {"nn.dropout", "on_device", "device_copy",
+                                                       "annotation.stop_fusion"};
   // The walk does not enter Primitive functions: their bodies are kernels as written.
-  std::vector<expr*> order = post_order(def_roots(m), [](expr* e) { return !(e->kind == expr_kind::function && has_flag(*e, "Primitive")); });
+  std::vector<expr*> order =
+      post_order(def_roots(m), [](expr* e) { return !(e->kind == expr_kind::function && has_flag(*e, "Primitive")); });
   // A folded value never holds more elements than the largest constant it is computed from
   // (or than small_fold): an expanding op (broadcast_to, full, one_hot of a constant) is a view
   // or a loop in the fused code, while folding it would write the expanded tensor into the
@@ -436,7 +451,9 @@ void fold_constant(module& m) {
     bool ok = false;
     std::int64_t largest = small_fold;
     switch (e->kind) {
-      case expr_kind::constant: ok = e->data != nullptr, largest = std::max(largest, e->data ? e->data->elements() : 0); break;
+      case expr_kind::constant:
+        ok = e->data != nullptr, largest = std::max(largest, e->data ? e->data->elements() : 0);
+        break;
       case expr_kind::tuple:
         ok = true;
         for (expr* a : e->args) ok = ok && source.count(a);
@@ -468,7 +485,8 @@ void fold_constant(module& m) {
   }
   std::unordered_map<expr*, expr*> map;
   for (expr* r : roots)
-    if (auto v = constant_value(r)) map[r] = make_constant(m, std::move(v), r->at);  // else not foldable after all: left as it is
+    if (auto v = constant_value(r))
+      map[r] = make_constant(m, std::move(v), r->at);  // else not foldable after all: left as it is
   substitute(m, map);
   typecheck(m);
 }
@@ -529,7 +547,8 @@ void if_to_where(module& m) {
     if (e->kind != expr_kind::if_else) continue;
     const type& c = e->args[0]->checked;
     const type& a = e->args[1]->checked;
-    if (!c.is_tensor() || !c.shape.empty() || !c.dt.is_bool() || !a.is_tensor() || !(a == e->args[2]->checked)) continue;
+    if (!c.is_tensor() || !c.shape.empty() || !c.dt.is_bool() || !a.is_tensor() || !(a == e->args[2]->checked))
+      continue;
     map[e] = make_call(m, ops::where::name, {e->args[0], e->args[1], e->args[2]}, e->at);
   }
   if (map.empty()) return;
@@ -593,7 +612,10 @@ void expand_one_hot(module& m) {
     for (std::int64_t k = 0; k < depth; ++k) positions.set_integer(static_cast<std::size_t>(k), k);
     relay::attrs at;
     at.items.emplace_back("axis", attr::integer(axis));
-    expr* hit = make_call(m, ops::equal::name, {make_call(m, "expand_dims", {e->args[0]}, e->at, std::move(at)), make_constant(m, std::move(positions), e->at)}, e->at);
+    expr* hit = make_call(m, ops::equal::name,
+                          {make_call(m, "expand_dims", {e->args[0]}, e->at, std::move(at)),
+                           make_constant(m, std::move(positions), e->at)},
+                          e->at);
     auto as_t = [&](expr* v) {
       if (v->checked.dt == t.dt) return v;
       relay::attrs c;
@@ -673,7 +695,8 @@ expr* evaluate_constant(module& m, expr* e) {
 /// the same dtype. Multiplying by it (or adding it) scales (or shifts) whole columns and never
 /// changes the result's shape.
 bool along_last_axis(const type& t, const type& of) {
-  if (!t.is_tensor() || !of.is_tensor() || !(t.dt == of.dt) || of.shape.empty() || of.shape.back() < 0 || t.shape.size() > of.shape.size())
+  if (!t.is_tensor() || !of.is_tensor() || !(t.dt == of.dt) || of.shape.empty() || of.shape.back() < 0 ||
+      t.shape.size() > of.shape.size())
     return false;
   for (std::size_t d = 0; d + 1 < t.shape.size(); ++d)
     if (t.shape[d] != 1) return false;
@@ -705,12 +728,14 @@ bool output_channels_are_rows(const expr* c) {
 bool scalable_contraction(const expr* c) {
   if (!is_op_call(c, "nn.dense") && !is_op_call(c, "nn.matmul")) return false;
   const expr* w = c->args[1];
-  return c->checked.is_tensor() && c->checked.dt.is_float() && has_data(w) && w->checked.is_tensor() && w->checked.dt == c->checked.dt &&
-         c->args[0]->checked.is_tensor() && c->args[0]->checked.dt == c->checked.dt;
+  return c->checked.is_tensor() && c->checked.dt.is_float() && has_data(w) && w->checked.is_tensor() &&
+         w->checked.dt == c->checked.dt && c->args[0]->checked.is_tensor() && c->args[0]->checked.dt == c->checked.dt;
 }
 
 /// Contraction c again (same op and attributes), reading x by weight w.
-expr* with_operands(module& m, const expr* c, expr* x, expr* w) { return make_call(m, c->callee->name, {x, w}, c->at, c->attributes); }
+expr* with_operands(module& m, const expr* c, expr* x, expr* w) {
+  return make_call(m, c->callee->name, {x, w}, c->at, c->attributes);
+}
 
 /// One round of the backward fold: each multiply(y, s) (or (s, y)) where s is a constant that
 /// varies only along the last axis and y is a scalable contraction c read only here, or a
@@ -725,9 +750,11 @@ bool fold_scale_backward(module& m) {
     for (std::size_t side = 0; side < 2; ++side) {
       expr* y = e->args[side];
       expr* s = e->args[1 - side];
-      if (!has_data(s) || !(y->checked == e->checked) || !along_last_axis(s->checked, e->checked) || !has_only_consumer(consumers, y)) continue;
+      if (!has_data(s) || !(y->checked == e->checked) || !along_last_axis(s->checked, e->checked) ||
+          !has_only_consumer(consumers, y))
+        continue;
       expr* c = y;
-      expr* bias = nullptr;      // the bias call between c and the multiply, if any
+      expr* bias = nullptr;       // the bias call between c and the multiply, if any
       std::size_t bias_side = 0;  // where c is among the bias call's arguments
       if (is_op_call(y, "nn.bias_add")) {
         const auto rank = static_cast<std::int64_t>(y->checked.shape.size());
@@ -745,13 +772,18 @@ bool fold_scale_backward(module& m) {
       if (!scalable_contraction(c) || (bias && !has_only_consumer(consumers, c))) continue;
       const location at = e->at;
       expr* v = as_vector(m, s, at);
-      expr* w = evaluate_constant(m, make_call(m, ops::multiply::name, {c->args[1], output_channels_are_rows(c) ? as_column(m, v, at) : v}, at));
+      expr* w = evaluate_constant(
+          m,
+          make_call(m, ops::multiply::name, {c->args[1], output_channels_are_rows(c) ? as_column(m, v, at) : v}, at));
       expr* out = with_operands(m, c, c->args[0], w);
       if (bias && is_op_call(bias, "nn.bias_add")) {
-        out = make_call(m, "nn.bias_add", {out, evaluate_constant(m, make_call(m, ops::multiply::name, {bias->args[1], v}, at))}, bias->at, bias->attributes);
+        out = make_call(m, "nn.bias_add",
+                        {out, evaluate_constant(m, make_call(m, ops::multiply::name, {bias->args[1], v}, at))},
+                        bias->at, bias->attributes);
       } else if (bias) {
         expr* b = evaluate_constant(m, make_call(m, ops::multiply::name, {bias->args[1 - bias_side], s}, at));
-        out = make_call(m, ops::add::name, bias_side == 0 ? std::vector<expr*>{out, b} : std::vector<expr*>{b, out}, bias->at, bias->attributes);
+        out = make_call(m, ops::add::name, bias_side == 0 ? std::vector<expr*>{out, b} : std::vector<expr*>{b, out},
+                        bias->at, bias->attributes);
       }
       map[e] = out;
       break;
@@ -769,7 +801,8 @@ bool fold_scale_forward(module& m) {
   const auto consumers = consumers_of(m);
   std::unordered_map<expr*, expr*> map;
   for (expr* c : post_order(def_roots(m))) {
-    if (!scalable_contraction(c) || (is_op_call(c, "nn.matmul") && attr_or_default(*c, "transpose_a")->number() != 0)) continue;
+    if (!scalable_contraction(c) || (is_op_call(c, "nn.matmul") && attr_or_default(*c, "transpose_a")->number() != 0))
+      continue;
     expr* xs = c->args[0];
     if (!is_op_call(xs, ops::multiply::name) || !has_only_consumer(consumers, xs)) continue;
     for (std::size_t side = 0; side < 2; ++side) {
@@ -779,7 +812,9 @@ bool fold_scale_forward(module& m) {
       const location at = xs->at;
       expr* v = as_vector(m, s, at);
       // The input channels are the columns of a dense's [N, K] and the rows of a matmul's [K, N].
-      expr* w = evaluate_constant(m, make_call(m, ops::multiply::name, {c->args[1], output_channels_are_rows(c) ? v : as_column(m, v, at)}, at));
+      expr* w = evaluate_constant(
+          m,
+          make_call(m, ops::multiply::name, {c->args[1], output_channels_are_rows(c) ? v : as_column(m, v, at)}, at));
       map[c] = with_operands(m, c, x, w);
       break;
     }
@@ -824,13 +859,14 @@ void combine_parallel_dense(module& m, int min_num_branches) {
   const std::size_t min_size = static_cast<std::size_t>(std::max(2, min_num_branches));
   std::unordered_map<expr*, expr*> map;
   for (definition& d : m.defs) {
-    const std::vector<expr*> order = post_order({d.fn}, [&](expr* e) { return e == d.fn || e->kind != expr_kind::function; });
+    const std::vector<expr*> order =
+        post_order({d.fn}, [&](expr* e) { return e == d.fn || e->kind != expr_kind::function; });
     const std::unordered_set<const expr*> params(d.fn->args.begin(), d.fn->args.end());
     std::unordered_set<const expr*> anywhere;  // operands readable from anywhere in the definition
     for (expr* e : order) {
       bool ok = e->kind == expr_kind::constant || (e->kind == expr_kind::var && params.count(e));
-      if ((e->kind == expr_kind::call && e->callee->kind == expr_kind::op && !is_op_call(e, "nn.dense")) || e->kind == expr_kind::tuple ||
-          e->kind == expr_kind::tuple_get)
+      if ((e->kind == expr_kind::call && e->callee->kind == expr_kind::op && !is_op_call(e, "nn.dense")) ||
+          e->kind == expr_kind::tuple || e->kind == expr_kind::tuple_get)
         ok = std::all_of(e->args.begin(), e->args.end(), [&](const expr* a) { return anywhere.count(a) > 0; });
       if (ok) anywhere.insert(e);
     }
@@ -846,7 +882,8 @@ void combine_parallel_dense(module& m, int min_num_branches) {
       const type& w = weight->checked;
       if (!w.is_tensor() || w.shape.size() != 2 || w.shape[0] < 0 || !anywhere.count(weight)) continue;
       if (weight->kind == expr_kind::constant && !weight->data) continue;
-      const auto key = std::make_tuple(static_cast<const expr*>(e->args[0]), w.dt.name(), e->checked.dt.name(), has_data(weight));
+      const auto key =
+          std::make_tuple(static_cast<const expr*>(e->args[0]), w.dt.name(), e->checked.dt.name(), has_data(weight));
       const auto [it, fresh] = group_of.emplace(key, groups.size());
       if (fresh) groups.emplace_back();
       groups[it->second].push_back(e);
@@ -860,13 +897,18 @@ void combine_parallel_dense(module& m, int min_num_branches) {
       for (expr* e : g) {
         if (!has_only_consumer(consumers, e)) break;
         expr* b = consumers.at(e)[0];
-        if (!is_op_call(b, "nn.bias_add") || b->args[0] != e || !anywhere.count(b->args[1]) || !b->args[1]->checked.is_tensor()) break;
+        if (!is_op_call(b, "nn.bias_add") || b->args[0] != e || !anywhere.count(b->args[1]) ||
+            !b->args[1]->checked.is_tensor())
+          break;
         std::int64_t axis = static_cast<std::int64_t>(attr_or_default(*b, "axis")->number());
         if (axis < 0) axis += rank;
-        if (axis != rank - 1 || (!bias_adds.empty() && !(b->args[1]->checked.dt == bias_adds[0]->args[1]->checked.dt))) break;
+        if (axis != rank - 1 || (!bias_adds.empty() && !(b->args[1]->checked.dt == bias_adds[0]->args[1]->checked.dt)))
+          break;
         // All constants with data (one constant bias), or no constant at all among them.
         const bool constant = b->args[1]->kind == expr_kind::constant;
-        if (constant != has_data(b->args[1]) || (!bias_adds.empty() && has_data(b->args[1]) != has_data(bias_adds[0]->args[1]))) break;
+        if (constant != has_data(b->args[1]) ||
+            (!bias_adds.empty() && has_data(b->args[1]) != has_data(bias_adds[0]->args[1])))
+          break;
         bias_adds.push_back(b);
       }
       const bool with_bias = bias_adds.size() == g.size();
@@ -882,8 +924,11 @@ void combine_parallel_dense(module& m, int min_num_branches) {
       relay::attrs dense_attrs = g[0]->attributes;
       for (auto& [name, value] : dense_attrs.items)
         if (name == "units" && value.k != attr_value::kind::none) value = attr::integer(total);
-      expr* out = make_call(m, "nn.dense", {g[0]->args[0], concatenate_rows(m, weights, at)}, at, std::move(dense_attrs));
-      if (with_bias) out = make_call(m, "nn.bias_add", {out, concatenate_rows(m, biases, at)}, bias_adds[0]->at, bias_adds[0]->attributes);
+      expr* out =
+          make_call(m, "nn.dense", {g[0]->args[0], concatenate_rows(m, weights, at)}, at, std::move(dense_attrs));
+      if (with_bias)
+        out = make_call(m, "nn.bias_add", {out, concatenate_rows(m, biases, at)}, bias_adds[0]->at,
+                        bias_adds[0]->attributes);
       relay::attrs split_attrs;
       split_attrs.items.emplace_back("indices_or_sections", int_array(cuts));
       split_attrs.items.emplace_back("axis", attr::integer(rank - 1));

@@ -40,14 +40,16 @@ binding_report bind_params(module& m, const std::vector<params::entry>& weights,
   for (expr* p : d->fn->args) params[p->name] = p;
   std::unordered_map<std::int64_t, std::vector<expr*>> constants;  // meta index -> its nodes without data
   for (expr& e : m.nodes)
-    if (e.kind == expr_kind::constant && !e.data && e.meta && e.meta->key == "relay.Constant") constants[e.meta->index].push_back(&e);
+    if (e.kind == expr_kind::constant && !e.data && e.meta && e.meta->key == "relay.Constant")
+      constants[e.meta->index].push_back(&e);
 
   const auto matches = [&](const type& want, const constant_data& c, const std::string& what, const params::entry& w) {
     if (!want.is_tensor()) return;
     bool same = want.dt == c.dt && want.shape.size() == c.shape.size();
     for (std::size_t k = 0; same && k < c.shape.size(); ++k) same = want.shape[k] < 0 || want.shape[k] == c.shape[k];
     if (!same)
-      throw error(source + ": weight \"" + w.name + "\" is " + type::tensor(c.shape, c.dt).str() + ", but " + what + " is " + want.str());
+      throw error(source + ": weight \"" + w.name + "\" is " + type::tensor(c.shape, c.dt).str() + ", but " + what +
+                  " is " + want.str());
   };
   std::unordered_map<expr*, expr*> replace;
   std::vector<expr*> removed;
@@ -88,7 +90,8 @@ binding_report bind_params(module& m, const std::vector<params::entry>& weights,
 module load_model(const std::string& path, const load_options& options, binding_report* bound) {
   module m = parse_file(path);
   if (!options.weights.empty()) {
-    const binding_report r = bind_params(m, options.weights, options.weights_source.empty() ? path : options.weights_source);
+    const binding_report r =
+        bind_params(m, options.weights, options.weights_source.empty() ? path : options.weights_source);
     if (bound) *bound = r;
   }
   typecheck(m);

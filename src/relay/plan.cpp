@@ -19,10 +19,13 @@ using plan_detail::is_call_of;
 
 bool is_contraction(const expr* e) { return is_call_of(e, {"nn.dense", "nn.matmul", "nn.batch_matmul"}); }
 bool is_reduction(const expr* e) {
-  return is_call_of(e, {"sum", "mean", "max", "min", "prod", "variance", "collapse_sum_like", "nn.softmax", "nn.log_softmax", "nn.layer_norm"});
+  return is_call_of(e, {"sum", "mean", "max", "min", "prod", "variance", "collapse_sum_like", "nn.softmax",
+                        "nn.log_softmax", "nn.layer_norm"});
 }
 /// Nodes that pass their input through (no loop of their own).
-bool is_transparent(const expr* e) { return is_call_of(e, {"annotation.stop_fusion", "on_device", "device_copy", "copy"}); }
+bool is_transparent(const expr* e) {
+  return is_call_of(e, {"annotation.stop_fusion", "on_device", "device_copy", "copy"});
+}
 
 }  // namespace
 
@@ -50,10 +53,13 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       if (e->kind == expr_kind::call && e->callee->kind != expr_kind::op)
         throw m.error_at(e->at, "the planner runs one function of op calls: inline the functions it calls first");
       if (e->kind == expr_kind::if_else)
-        throw m.error_at(e->at, "an if is compiled only over a 0-d bool condition and tensor branches of one type (as a where), not " +
-                                    e->checked.str());
+        throw m.error_at(
+            e->at,
+            "an if is compiled only over a 0-d bool condition and tensor branches of one type (as a where), not " +
+                e->checked.str());
       if (e->kind == expr_kind::let || e->kind == expr_kind::function)
-        throw m.error_at(e->at, "the planner runs one function of op calls: inline lets and closures first (prepare_for_planning)");
+        throw m.error_at(
+            e->at, "the planner runs one function of op calls: inline lets and closures first (prepare_for_planning)");
       stack.push_back({e, true});
       for (const expr* c : e->args) {
         ++users[c];
@@ -66,22 +72,22 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   std::vector<const expr*> results;
   if (body->kind == expr_kind::tuple)
     for (const expr* f : body->args) results.push_back(f);
-  else
-    results.push_back(body);
+  else results.push_back(body);
   for (const expr* r : results) {
     if (!r->checked.is_tensor()) throw m.error_at(r->at, "a result must be a tensor, not " + r->checked.str());
     p.materialized.insert(r);
   }
   p.results = results;
   for (const expr* e : options.store)
-    if ((e->kind == expr_kind::call || e->kind == expr_kind::tuple_get) && e->checked.is_tensor()) p.materialized.insert(e);
+    if ((e->kind == expr_kind::call || e->kind == expr_kind::tuple_get) && e->checked.is_tensor())
+      p.materialized.insert(e);
 
   // Tree size of each node within its kernel (materialized nodes and leaves count 0), to decide
   // whether a shared node is recomputed or stored, and to bound a kernel's expression depth.
   std::unordered_map<const expr*, int> size, depth;
-  std::unordered_map<const expr*, int> stored_depth;  // a materialized node's own tree depth
-  constexpr int shared_inline_limit = 8;  // ops recomputed per extra consumer at most
-  constexpr int max_tree_depth = 48;      // deeper trees are cut (compile time of the header)
+  std::unordered_map<const expr*, int> stored_depth;               // a materialized node's own tree depth
+  constexpr int shared_inline_limit = 8;                           // ops recomputed per extra consumer at most
+  constexpr int max_tree_depth = 48;                               // deeper trees are cut (compile time of the header)
   constexpr std::size_t max_pass_outputs = 8, max_pass_ops = 512;  // what one merged pass may hold
   // The size and depth of e's tree over its inputs that are not stored.
   const auto measure = [&](const expr* e, int own) {
@@ -98,7 +104,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       // Store the deepest input and measure again.
       const expr* deepest = nullptr;
       for (const expr* c : e->args)
-        if (!p.materialized.count(c) && c->kind == expr_kind::call && (!deepest || depth[c] > depth[deepest])) deepest = c;
+        if (!p.materialized.count(c) && c->kind == expr_kind::call && (!deepest || depth[c] > depth[deepest]))
+          deepest = c;
       if (deepest) p.materialized.insert(deepest);
       measure(e, own);
     }
@@ -132,7 +139,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     }
     for (const expr* x : in)
       if (x->kind == expr_kind::call) k.ops.push_back(x);
-    std::sort(k.ops.begin(), k.ops.end(), [&](const expr* a, const expr* b) { return position.at(a) < position.at(b); });  // producers first
+    std::sort(k.ops.begin(), k.ops.end(),
+              [&](const expr* a, const expr* b) { return position.at(a) < position.at(b); });  // producers first
     p.kernels.push_back(std::move(k));
   }
   // Horizontal merge: two kernels whose outputs have one shape and that read a common
@@ -217,7 +225,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     // quantized one: in the merged pass it reads their trees, which the pass computes anyway).
     std::set<std::size_t> candidates;
     const auto collect = [&](const std::set<std::size_t>& from) {
-      for (auto it = from.upper_bound(a); it != from.end() && *it <= first_reader && *it < p.kernels.size(); ++it) candidates.insert(*it);
+      for (auto it = from.upper_bound(a); it != from.end() && *it <= first_reader && *it < p.kernels.size(); ++it)
+        candidates.insert(*it);
     };
     for (const expr* x : ka.ops) {
       if (is_contraction(x)) collect(holders[x]);
@@ -227,10 +236,12 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     for (const expr* o : ka.outputs) collect(readers[o]);
     for (const std::size_t b : candidates) {
       kernel& kb = p.kernels[b];
-      if (kb.outputs.empty() || ka.outputs[0]->checked.shape != kb.outputs[0]->checked.shape) continue;  // dtypes may differ
+      if (kb.outputs.empty() || ka.outputs[0]->checked.shape != kb.outputs[0]->checked.shape)
+        continue;  // dtypes may differ
       if (!is_tree_kernel(kb)) continue;
       // One pass of bounded size: a fuse::eval of a few outputs (the header's compile time).
-      if (ka.outputs.size() + kb.outputs.size() > max_pass_outputs || ka.ops.size() + kb.ops.size() > max_pass_ops) continue;
+      if (ka.outputs.size() + kb.outputs.size() > max_pass_outputs || ka.ops.size() + kb.ops.size() > max_pass_ops)
+        continue;
       // b may read a's outputs elementwise (h' reads c'), not as a contraction's operand: there
       // the merged pass would compute a's tree again inside b's prologue (step t + 1 of an
       // unrolled RNN reads h_t through its dense).
@@ -243,7 +254,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       // before it).
       if (reads_outputs(kb, ka)) {
         int da = 0, db = 0;
-        for (const expr* o : ka.outputs) da = std::max(is_result(o) ? 0 : max_tree_depth + 1, std::max(da, stored_depth[o]));
+        for (const expr* o : ka.outputs)
+          da = std::max(is_result(o) ? 0 : max_tree_depth + 1, std::max(da, stored_depth[o]));
         for (const expr* o : kb.outputs) db = std::max(db, stored_depth[o]);
         if (da + db > max_tree_depth) continue;
         if (merged_work(ka, kb) > 2 * (ka.ops.size() + kb.ops.size()) + 16) continue;

@@ -44,7 +44,8 @@ void children(const expr* e, std::vector<const expr*>& out) {
     if (e->body) out.push_back(e->body);
     return;
   }
-  if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op && e->callee->kind != expr_kind::global)
+  if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op &&
+      e->callee->kind != expr_kind::global)
     out.push_back(e->callee);
   for (const expr* a : e->args)
     if (a) out.push_back(a);
@@ -87,7 +88,8 @@ std::string scalar_literal(const constant_data& c) {
     if (std::isnan(x) && !(dt.code == dtype::float_code && dt.bits == 32 && c.raw(0) == 0x7fc00000u)) return "";
     return float_literal(x, dt);
   }
-  if (dt.is_int() && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64)) return int_literal(c.integer(0), dt);
+  if (dt.is_int() && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32 || dt.bits == 64))
+    return int_literal(c.integer(0), dt);
   if (dt.is_uint() && (dt.bits == 8 || dt.bits == 16 || dt.bits == 32)) return int_literal(c.integer(0), dt);
   return "";
 }
@@ -204,8 +206,10 @@ class printer {
   int lca(int a, int b) const {
     if (a < 0) return b;
     if (b < 0) return a;
-    while (scopes_[static_cast<std::size_t>(a)].depth > scopes_[static_cast<std::size_t>(b)].depth) a = scopes_[static_cast<std::size_t>(a)].parent;
-    while (scopes_[static_cast<std::size_t>(b)].depth > scopes_[static_cast<std::size_t>(a)].depth) b = scopes_[static_cast<std::size_t>(b)].parent;
+    while (scopes_[static_cast<std::size_t>(a)].depth > scopes_[static_cast<std::size_t>(b)].depth)
+      a = scopes_[static_cast<std::size_t>(a)].parent;
+    while (scopes_[static_cast<std::size_t>(b)].depth > scopes_[static_cast<std::size_t>(a)].depth)
+      b = scopes_[static_cast<std::size_t>(b)].parent;
     while (a != b) a = scopes_[static_cast<std::size_t>(a)].parent, b = scopes_[static_cast<std::size_t>(b)].parent;
     return a;
   }
@@ -280,8 +284,7 @@ class printer {
     if (it != var_names_.end()) return it->second;
     std::string base = plain_name(v->name) ? v->name : "v";
     if (!plain_name(v->name))
-      for (char c : v->name)
-        base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      for (char c : v->name) base += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
     std::string n = base;
     for (int k = 1; taken_.count(n); ++k) n = base + std::to_string(k);
     taken_.insert(n);
@@ -315,7 +318,8 @@ class printer {
         blobs_.push_back(e->data);
         blob_index_[e->data.get()] = i;
       }
-      return "meta[relay.Constant][" + std::to_string(i) + "] /* ty=" + type_text(type::tensor(e->data->shape, e->data->dt)) + " */";
+      return "meta[relay.Constant][" + std::to_string(i) +
+             "] /* ty=" + type_text(type::tensor(e->data->shape, e->data->dt)) + " */";
     }
     if (e->meta) {
       if (e->meta->key == "relay.Constant") dataless_ = true;
@@ -332,7 +336,8 @@ class printer {
   std::string attr_text(const attr_value& v) {
     switch (v.k) {
       case attr_value::kind::none: return "None";
-      case attr_value::kind::integer: return int_literal(v.i, v.literal.is_int() || v.literal.is_uint() ? v.literal : dtype::int32());
+      case attr_value::kind::integer:
+        return int_literal(v.i, v.literal.is_int() || v.literal.is_uint() ? v.literal : dtype::int32());
       case attr_value::kind::real: return float_literal(v.f, v.literal.is_float() ? v.literal : dtype::float32());
       case attr_value::kind::boolean: return v.b ? "True" : "False";
       case attr_value::kind::string: return quoted(v.s);
@@ -355,7 +360,8 @@ class printer {
     for (const auto& [k, v] : a.items) {
       s += ", ";
       // `on_device(%1, meta[relay.attrs.OnDeviceAttrs][0])`: the attrs object, positional.
-      if (positional_meta && k == "attrs" && v.k == attr_value::kind::meta && v.meta.key.starts_with("relay.attrs.")) s += attr_text(v);
+      if (positional_meta && k == "attrs" && v.k == attr_value::kind::meta && v.meta.key.starts_with("relay.attrs."))
+        s += attr_text(v);
       else s += k + "=" + attr_text(v);
     }
     return s;
@@ -387,8 +393,8 @@ class printer {
       case expr_kind::function: return "fn " + function_text(e, indent);
       case expr_kind::if_else: {
         const std::string pad(static_cast<std::size_t>(indent), ' ');
-        return "if (" + ref(e->args[0]) + ") {\n" + block(e->args[1], scope_of_.at({e, 1}), indent + 2) + pad + "} else {\n" +
-               block(e->args[2], scope_of_.at({e, 2}), indent + 2) + pad + "}";
+        return "if (" + ref(e->args[0]) + ") {\n" + block(e->args[1], scope_of_.at({e, 1}), indent + 2) + pad +
+               "} else {\n" + block(e->args[2], scope_of_.at({e, 2}), indent + 2) + pad + "}";
       }
       case expr_kind::let: {
         const std::string pad(static_cast<std::size_t>(indent), ' ');
@@ -436,7 +442,9 @@ class printer {
     std::string out;
     const expr* e = root;
     // The let chain: value's bindings, `let %x = value;`, on to the body.
-    while (e->kind == expr_kind::let && (e == root ? (root->kind == expr_kind::let && (tail_let_.count(e) || owner_of(e) != sc)) : tail_let_.count(e) > 0)) {
+    while (e->kind == expr_kind::let &&
+           (e == root ? (root->kind == expr_kind::let && (tail_let_.count(e) || owner_of(e) != sc))
+                      : tail_let_.count(e) > 0)) {
       const expr* var = e->args[0];
       const expr* val = e->args[1];
       const bool inline_val = !atomic(val) && inline_result(val) && val->kind != expr_kind::let;
@@ -494,26 +502,32 @@ class printer {
 
   bool inside(int s, int sc) const {
     if (s < 0) return false;
-    while (s >= 0 && scopes_[static_cast<std::size_t>(s)].depth > scopes_[static_cast<std::size_t>(sc)].depth) s = scopes_[static_cast<std::size_t>(s)].parent;
+    while (s >= 0 && scopes_[static_cast<std::size_t>(s)].depth > scopes_[static_cast<std::size_t>(sc)].depth)
+      s = scopes_[static_cast<std::size_t>(s)].parent;
     return s == sc;
   }
 
   std::string metadata_json() const {
-    std::string nodes = "[{\"type_key\": \"\"}, {\"type_key\": \"Map\", \"keys\": [\"relay.Constant\"], \"data\": [2]}, {\"type_key\": \"Array\", \"data\": [";
+    std::string nodes =
+        "[{\"type_key\": \"\"}, {\"type_key\": \"Map\", \"keys\": [\"relay.Constant\"], \"data\": [2]}, {\"type_key\": "
+        "\"Array\", \"data\": [";
     for (std::size_t i = 0; i < blobs_.size(); ++i) nodes += (i ? ", " : "") + std::to_string(3 + i);
     nodes += "]}";
     for (std::size_t i = 0; i < blobs_.size(); ++i)
-      nodes += ", {\"type_key\": \"relay.Constant\", \"attrs\": {\"_checked_type_\": \"0\", \"data\": \"" + std::to_string(i) +
-               "\", \"span\": \"0\", \"virtual_device_\": \"0\"}}";
+      nodes += ", {\"type_key\": \"relay.Constant\", \"attrs\": {\"_checked_type_\": \"0\", \"data\": \"" +
+               std::to_string(i) + "\", \"span\": \"0\", \"virtual_device_\": \"0\"}}";
     nodes += "]";
     std::string b = "[";
     for (std::size_t i = 0; i < blobs_.size(); ++i) b += (i ? ", \"" : "\"") + encode_ndarray_base64(*blobs_[i]) + "\"";
     b += "]";
-    return "{\n  \"root\": 1,\n  \"nodes\": " + nodes + ",\n  \"b64ndarrays\": " + b + ",\n  \"attrs\": {\"tvm_version\": \"0.19.0\"}\n}\n";
+    return "{\n  \"root\": 1,\n  \"nodes\": " + nodes + ",\n  \"b64ndarrays\": " + b +
+           ",\n  \"attrs\": {\"tvm_version\": \"0.19.0\"}\n}\n";
   }
 
   struct key_hash {
-    std::size_t operator()(const std::pair<const expr*, int>& k) const { return std::hash<const void*>()(k.first) * 31 + static_cast<std::size_t>(k.second); }
+    std::size_t operator()(const std::pair<const expr*, int>& k) const {
+      return std::hash<const void*>()(k.first) * 31 + static_cast<std::size_t>(k.second);
+    }
   };
 
   const module& m_;

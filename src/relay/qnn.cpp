@@ -94,7 +94,8 @@ class legalizer {
 
   /// a >> t (arithmetic: floor(a / 2^t)) for an integer a and constant amounts t, one per
   /// channel along `axis` or one for all (TVM's right shift).
-  expr* shift_right(expr* a, const std::vector<std::int64_t>& t, const std::vector<std::int64_t>& shape, std::int64_t rank, std::int64_t axis);
+  expr* shift_right(expr* a, const std::vector<std::int64_t>& t, const std::vector<std::int64_t>& shape,
+                    std::int64_t rank, std::int64_t axis);
 
   // ---- constants ---------------------------------------------------------------------------------
 
@@ -110,32 +111,37 @@ class legalizer {
 
   /// Checks a scale (float32) or zero point (int32) argument: a scalar, or 1-d of 1 element or
   /// of the extent of `axis`.
-  void check_param(const expr* p, bool scale, const std::string& what, const type* data = nullptr, std::int64_t axis = 0) const;
+  void check_param(const expr* p, bool scale, const std::string& what, const type* data = nullptr,
+                   std::int64_t axis = 0) const;
 
-  static std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank) { return axis < 0 ? (rank > 0 ? rank + axis : 0) : axis; }
+  static std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank) {
+    return axis < 0 ? (rank > 0 ? rank + axis : 0) : axis;
+  }
   void check_axis(std::int64_t axis, std::int64_t rank) const;
   static bool is_qtype(dtype d) { return (d.is_int() || d.is_uint()) && d.bits <= 32 && d.lanes == 1 && !d.is_bool(); }
 
   // ---- requantize ----------------------------------------------------------------------------------
 
   /// TVM's RequantizeLower: x (integer) from (in_scale, in_zp) to (out_scale, out_zp), out_dt.
-  expr* requantize(expr* x, expr* in_scale, expr* in_zp, expr* out_scale, expr* out_zp, std::int64_t written_axis, dtype out_dt,
-                   const std::string& rounding, const std::string& compute, const std::string& in = "input");
+  expr* requantize(expr* x, expr* in_scale, expr* in_zp, expr* out_scale, expr* out_zp, std::int64_t written_axis,
+                   dtype out_dt, const std::string& rounding, const std::string& compute,
+                   const std::string& in = "input");
 
   /// x (int32) times the multipliers ms in fixed point (see the file comment), int32 result.
-  expr* fixed_point_multiply(expr* x, const std::vector<double>& ms, bool per_tensor, const std::string& rounding, std::int64_t rank,
-                             std::int64_t axis);
+  expr* fixed_point_multiply(expr* x, const std::vector<double>& ms, bool per_tensor, const std::string& rounding,
+                             std::int64_t rank, std::int64_t axis);
 
   /// TVM's q_multiply_shift in int64 (the TIR lowering): x << max(e, 0), times M, plus the
   /// rounder, >> 31 + max(-e, 0); one (M, e) for all or one per channel along `axis`.
-  expr* q_multiply_shift(expr* x, const std::vector<fixed_point>& fps, bool per_tensor, const std::string& rounding, std::int64_t rank,
-                         std::int64_t axis);
+  expr* q_multiply_shift(expr* x, const std::vector<fixed_point>& fps, bool per_tensor, const std::string& rounding,
+                         std::int64_t rank, std::int64_t axis);
 
   /// fixed_point_multiply(x, multiplier=M, shift=s): TVM's op form of the same computation
   /// (topi.fixed_point_multiply: q_multiply_shift(x, M, 31, s), rounding upward).
   expr* fixed_point_multiply_call(expr* e);
 
-  expr* requantize_or_upcast(expr* x, expr* s, expr* z, expr* out_s, expr* out_z, std::int64_t axis, const std::string& side);
+  expr* requantize_or_upcast(expr* x, expr* s, expr* z, expr* out_s, expr* out_z, std::int64_t axis,
+                             const std::string& side);
 
   // ---- the ops ---------------------------------------------------------------------------------------
 
@@ -237,9 +243,7 @@ expr* legalizer::folded(expr* c) {
   return c;
 }
 
-expr* legalizer::constant(constant_data d) {
-  return typed(pass_detail::make_constant(m_, std::move(d), at_));
-}
+expr* legalizer::constant(constant_data d) { return typed(pass_detail::make_constant(m_, std::move(d), at_)); }
 
 template <class T>
 expr* legalizer::values(dtype dt, const std::vector<T>& v, std::vector<std::int64_t> shape) {
@@ -262,13 +266,9 @@ expr* legalizer::reals(dtype dt, const std::vector<double>& v, std::vector<std::
   return values(dt, v, std::move(shape));
 }
 
-expr* legalizer::scalar_int(dtype dt, std::int64_t v) {
-  return ints(dt, {v}, {});
-}
+expr* legalizer::scalar_int(dtype dt, std::int64_t v) { return ints(dt, {v}, {}); }
 
-expr* legalizer::scalar_real(dtype dt, double v) {
-  return reals(dt, {v}, {});
-}
+expr* legalizer::scalar_real(dtype dt, double v) { return reals(dt, {v}, {}); }
 
 relay::attrs legalizer::dtype_attr(dtype d) {
   relay::attrs a;
@@ -313,8 +313,8 @@ expr* legalizer::along(expr* p, std::int64_t rank, std::int64_t axis) {
   return folded(pass_detail::expand_to_axis(m_, p, rank, axis, at_));
 }
 
-expr* legalizer::shift_right(expr* a, const std::vector<std::int64_t>& t, const std::vector<std::int64_t>& shape, std::int64_t rank,
-                             std::int64_t axis) {
+expr* legalizer::shift_right(expr* a, const std::vector<std::int64_t>& t, const std::vector<std::int64_t>& shape,
+                             std::int64_t rank, std::int64_t axis) {
   return call(ops::right_shift::name, {a, along(ints(a->checked.dt, t, shape), rank, axis)});
 }
 
@@ -322,8 +322,8 @@ std::shared_ptr<const constant_data> legalizer::value_of(expr* e) const {
   if (e->kind == expr_kind::constant) return e->data;
   for (expr* x : pass_detail::post_order({e})) {
     if (x->kind == expr_kind::constant && !x->data) return nullptr;
-    if (x->kind == expr_kind::var || x->kind == expr_kind::let || x->kind == expr_kind::function || x->kind == expr_kind::if_else ||
-        x->kind == expr_kind::global)
+    if (x->kind == expr_kind::var || x->kind == expr_kind::let || x->kind == expr_kind::function ||
+        x->kind == expr_kind::if_else || x->kind == expr_kind::global)
       return nullptr;
     if (x->kind == expr_kind::call && (!x->callee || x->callee->kind != expr_kind::op)) return nullptr;
   }
@@ -344,9 +344,11 @@ std::vector<double> legalizer::scale_values(expr* e, const std::string& what) co
   const auto v = value_of(e);
   if (!v) {
     if (e->kind == expr_kind::constant)
-      fail("the " + what + " is a constant without data (print(mod) drops the metadata section): its value is needed here to "
+      fail("the " + what +
+           " is a constant without data (print(mod) drops the metadata section): its value is needed here to "
            "compute the requantization multiplier; give the metadata section");
-    fail("the " + what + " must be a constant: its value is needed here to compute the requantization multiplier, and it is " +
+    fail("the " + what +
+         " must be a constant: its value is needed here to compute the requantization multiplier, and it is " +
          (e->kind == expr_kind::var ? "the variable %" + e->name : std::string("an expression of non-constants")));
   }
   std::vector<double> out;
@@ -354,26 +356,30 @@ std::vector<double> legalizer::scale_values(expr* e, const std::string& what) co
   return out;
 }
 
-void legalizer::check_param(const expr* p, bool scale, const std::string& what, const type* data, std::int64_t axis) const {
+void legalizer::check_param(const expr* p, bool scale, const std::string& what, const type* data,
+                            std::int64_t axis) const {
   const type& t = p->checked;
   if (!t.is_tensor()) fail("the " + what + " must be a tensor, not " + t.str());
   if (!(t.dt == (scale ? dtype::float32() : dtype::int32())))
     fail("the " + what + " must be " + (scale ? "float32" : "int32") + ", not " + t.dt.name());
-  if (t.shape.size() > 1 || (!data && !t.shape.empty() && t.shape[0] != 1)) fail("the " + what + " must be a scalar, not " + t.str());
+  if (t.shape.size() > 1 || (!data && !t.shape.empty() && t.shape[0] != 1))
+    fail("the " + what + " must be a scalar, not " + t.str());
   if (data && t.shape.size() == 1 && t.shape[0] != 1 && !data->shape.empty()) {
     const std::int64_t n = data->shape[static_cast<std::size_t>(axis)];
     if (n >= 0 && t.shape[0] != n)
-      fail("the " + what + " has " + std::to_string(t.shape[0]) + " values for axis " + std::to_string(axis) + " of extent " +
-           std::to_string(n));
+      fail("the " + what + " has " + std::to_string(t.shape[0]) + " values for axis " + std::to_string(axis) +
+           " of extent " + std::to_string(n));
   }
 }
 
 void legalizer::check_axis(std::int64_t axis, std::int64_t rank) const {
-  if (rank > 0 && (axis < 0 || axis >= rank)) fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
+  if (rank > 0 && (axis < 0 || axis >= rank))
+    fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(rank));
 }
 
-expr* legalizer::requantize(expr* x, expr* in_scale, expr* in_zp, expr* out_scale, expr* out_zp, std::int64_t written_axis, dtype out_dt,
-                            const std::string& rounding, const std::string& compute, const std::string& in) {
+expr* legalizer::requantize(expr* x, expr* in_scale, expr* in_zp, expr* out_scale, expr* out_zp,
+                            std::int64_t written_axis, dtype out_dt, const std::string& rounding,
+                            const std::string& compute, const std::string& in) {
   const type& xt = x->checked;
   const auto rank = static_cast<std::int64_t>(xt.shape.size());
   const std::int64_t axis = normalize_axis(written_axis, rank);
@@ -414,8 +420,8 @@ expr* legalizer::requantize(expr* x, expr* in_scale, expr* in_zp, expr* out_scal
   return out_dt == dtype::int32() ? t : saturate(t, out_dt);
 }
 
-expr* legalizer::fixed_point_multiply(expr* x, const std::vector<double>& ms, bool per_tensor, const std::string& rounding,
-                                      std::int64_t rank, std::int64_t axis) {
+expr* legalizer::fixed_point_multiply(expr* x, const std::vector<double>& ms, bool per_tensor,
+                                      const std::string& rounding, std::int64_t rank, std::int64_t axis) {
   std::vector<fixed_point> fps;
   for (double m : ms) fps.push_back(fixed_point_of(m));
   const dtype i32 = dtype::int32();
@@ -424,30 +430,36 @@ expr* legalizer::fixed_point_multiply(expr* x, const std::vector<double>& ms, bo
     const int k = fps[0].exponent - 1;
     if (k == 0) return x;
     if (k > 0 && k <= 30) return call(ops::multiply::name, {x, scalar_int(i32, std::int64_t{1} << k)});
-    if (k < 0 && -k <= 30) return shift_right(call(ops::add::name, {x, scalar_int(i32, std::int64_t{1} << (-k - 1))}), {-k}, {}, rank, axis);
+    if (k < 0 && -k <= 30)
+      return shift_right(call(ops::add::name, {x, scalar_int(i32, std::int64_t{1} << (-k - 1))}), {-k}, {}, rank, axis);
   }
   return q_multiply_shift(x, fps, per_tensor, rounding, rank, axis);
 }
 
-expr* legalizer::q_multiply_shift(expr* x, const std::vector<fixed_point>& fps, bool per_tensor, const std::string& rounding,
-                                  std::int64_t rank, std::int64_t axis) {
+expr* legalizer::q_multiply_shift(expr* x, const std::vector<fixed_point>& fps, bool per_tensor,
+                                  const std::string& rounding, std::int64_t rank, std::int64_t axis) {
   const dtype i32 = dtype::int32(), i64 = dtype::int64();
   std::vector<std::int64_t> mult, half, shift;
   for (const fixed_point& f : fps) {
     const int left = f.exponent > 0 ? f.exponent : 0, right = f.exponent > 0 ? 0 : -f.exponent;
     const int total = right + 31;
     if (total > 62 || left > 31)
-      fail("a requantization multiplier of " + std::to_string(std::ldexp(static_cast<double>(f.significand), f.exponent - 31)) +
+      fail("a requantization multiplier of " +
+           std::to_string(std::ldexp(static_cast<double>(f.significand), f.exponent - 31)) +
            " is out of the range of the 64-bit fixed-point computation");
     mult.push_back(static_cast<std::int64_t>(static_cast<std::uint64_t>(f.significand) << left));
     half.push_back(std::int64_t{1} << (total - 1));
     shift.push_back(total);
   }
-  const std::vector<std::int64_t> shape = per_tensor ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{static_cast<std::int64_t>(mult.size())};
+  const std::vector<std::int64_t> shape =
+      per_tensor ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{static_cast<std::int64_t>(mult.size())};
   expr* p = call(ops::multiply::name, {cast(x, i64), along(ints(i64, mult, shape), rank, axis)});
   // TONEAREST's rounder is one less for a negative product: ties then go away from zero.
-  expr* biased = rounding == "UPWARD" ? p : call(ops::subtract::name, {p, cast(call(ops::less::name, {p, scalar_int(i64, 0)}), i64)});
-  expr* y = shift_right(call(ops::add::name, {biased, along(ints(i64, half, shape), rank, axis)}), shift, shape, rank, axis);
+  expr* biased = rounding == "UPWARD"
+                     ? p
+                     : call(ops::subtract::name, {p, cast(call(ops::less::name, {p, scalar_int(i64, 0)}), i64)});
+  expr* y =
+      shift_right(call(ops::add::name, {biased, along(ints(i64, half, shape), rank, axis)}), shift, shape, rank, axis);
   return cast(y, i32);
 }
 
@@ -462,11 +474,13 @@ expr* legalizer::fixed_point_multiply_call(expr* e) {
   const std::int64_t m = c.integer("multiplier"), s = c.integer("shift");
   if (m < 0 || m > std::int64_t{INT32_MAX}) fail("multiplier " + std::to_string(m) + " is not a non-negative int32");
   if (s < -31 || s > 31) fail("shift " + std::to_string(s) + " is out of [-31, 31]");
-  expr* r = q_multiply_shift(x, {fixed_point{m, static_cast<int>(s)}}, true, "UPWARD", static_cast<std::int64_t>(x->checked.shape.size()), 0);
+  expr* r = q_multiply_shift(x, {fixed_point{m, static_cast<int>(s)}}, true, "UPWARD",
+                             static_cast<std::int64_t>(x->checked.shape.size()), 0);
   return in == dtype::int64() ? cast(r, in) : r;
 }
 
-expr* legalizer::requantize_or_upcast(expr* x, expr* s, expr* z, expr* out_s, expr* out_z, std::int64_t axis, const std::string& side) {
+expr* legalizer::requantize_or_upcast(expr* x, expr* s, expr* z, expr* out_s, expr* out_z, std::int64_t axis,
+                                      const std::string& side) {
   if (same_constant(s, out_s) && same_constant(z, out_z)) return cast(x, dtype::int32());
   return requantize(x, s, z, out_s, out_z, axis, dtype::int32(), opt_.rounding, opt_.compute_dtype, side);
 }
@@ -474,13 +488,16 @@ expr* legalizer::requantize_or_upcast(expr* x, expr* s, expr* z, expr* out_s, ex
 expr* legalizer::requantize_call(expr* e) {
   const op_call c = attrs_of(e);
   const dtype in = e->args[0]->checked.dt;
-  if (!(in.is_int() && (in.bits == 8 || in.bits == 16 || in.bits == 32 || in.bits == 64)) && !(in.is_uint() && in.bits == 8))
+  if (!(in.is_int() && (in.bits == 8 || in.bits == 16 || in.bits == 32 || in.bits == 64)) &&
+      !(in.is_uint() && in.bits == 8))
     fail("the input must be int8, uint8, int16, int32 or int64, not " + in.name());
   const dtype out = e->checked.dt;
-  if (!is_qtype(out) || (out.is_uint() && out.bits != 8) || out.bits == 64) fail("out_dtype must be int8, uint8, int16 or int32, not " + out.name());
+  if (!is_qtype(out) || (out.is_uint() && out.bits != 8) || out.bits == 64)
+    fail("out_dtype must be int8, uint8, int16 or int32, not " + out.name());
   const std::string rounding = resolve(c.string("rounding"), opt_.rounding, "rounding");
   const std::string compute = resolve(c.string("compute_dtype"), opt_.compute_dtype, "compute_dtype");
-  return requantize(e->args[0], e->args[1], e->args[2], e->args[3], e->args[4], c.integer("axis"), out, rounding, compute);
+  return requantize(e->args[0], e->args[1], e->args[2], e->args[3], e->args[4], c.integer("axis"), out, rounding,
+                    compute);
 }
 
 std::int64_t legalizer::scale_and_zero_point_axis(const expr* e, const op_call& c) const {
@@ -498,7 +515,8 @@ expr* legalizer::quantize(expr* e) {
   expr* x = e->args[0];
   if (!(x->checked.dt == dtype::float32())) fail("the input must be float32, not " + x->checked.dt.name());
   const dtype out = e->checked.dt;
-  if (!is_qtype(out) || out.bits == 64 || (out.is_uint() && out.bits == 32)) fail("out_dtype must be int8, uint8, int16, uint16 or int32, not " + out.name());
+  if (!is_qtype(out) || out.bits == 64 || (out.is_uint() && out.bits == 32))
+    fail("out_dtype must be int8, uint8, int16, uint16 or int32, not " + out.name());
   const auto rank = static_cast<std::int64_t>(x->checked.shape.size());
   const std::int64_t axis = scale_and_zero_point_axis(e, c);
   expr* t = call(ops::round::name, {call(ops::divide::name, {x, along(e->args[1], rank, axis)})});
@@ -510,7 +528,8 @@ expr* legalizer::dequantize(expr* e) {
   const op_call c = attrs_of(e);
   expr* x = e->args[0];
   const dtype in = x->checked.dt;
-  if (!is_qtype(in) || in.bits == 64 || (in.is_uint() && in.bits == 32)) fail("the input must be int8, uint8, int16, uint16 or int32, not " + in.name());
+  if (!is_qtype(in) || in.bits == 64 || (in.is_uint() && in.bits == 32))
+    fail("the input must be int8, uint8, int16, uint16 or int32, not " + in.name());
   const auto rank = static_cast<std::int64_t>(x->checked.shape.size());
   const std::int64_t axis = scale_and_zero_point_axis(e, c);
   expr* t = cast(x, dtype::int32());
@@ -638,8 +657,8 @@ expr* legalizer::mul(expr* e) {
     if (!is_zero(e->args[5])) r = call(ops::subtract::name, {r, e->args[5]});
     // The product's scale, float32 as TVM computes it (a float product).
     const float s = static_cast<float>(ls[0]) * static_cast<float>(rs[0]);
-    return requantize(call(ops::multiply::name, {l, r}), scalar_real(dtype::float32(), s), zero, e->args[6], e->args[7], -1, d, opt_.rounding,
-                      opt_.compute_dtype);
+    return requantize(call(ops::multiply::name, {l, r}), scalar_real(dtype::float32(), s), zero, e->args[6], e->args[7],
+                      -1, d, opt_.rounding, opt_.compute_dtype);
   }
   const attr_value* written_l = attr_or_default(*e, "lhs_axis");
   const attr_value* written_r = attr_or_default(*e, "rhs_axis");
@@ -649,14 +668,17 @@ expr* legalizer::mul(expr* e) {
   expr* l = cast(lhs, i32);
   expr* r = cast(rhs, i32);
   if (!is_zero(e->args[3])) l = call(ops::subtract::name, {l, along(e->args[3], rank, la)});
-  if (!is_zero(e->args[5])) r = call(ops::subtract::name, {r, along(e->args[5], static_cast<std::int64_t>(rhs->checked.shape.size()), ra)});
+  if (!is_zero(e->args[5]))
+    r = call(ops::subtract::name, {r, along(e->args[5], static_cast<std::int64_t>(rhs->checked.shape.size()), ra)});
   const std::size_t n = std::max(ls.size(), rs.size());
-  if ((ls.size() != n && ls.size() != 1) || (rs.size() != n && rs.size() != 1)) fail("the lhs and rhs scales have different lengths");
+  if ((ls.size() != n && ls.size() != 1) || (rs.size() != n && rs.size() != 1))
+    fail("the lhs and rhs scales have different lengths");
   std::vector<double> prod;
-  for (std::size_t i = 0; i < n; ++i) prod.push_back(static_cast<double>(static_cast<float>(ls[ls.size() == 1 ? 0 : i] * rs[rs.size() == 1 ? 0 : i])));
+  for (std::size_t i = 0; i < n; ++i)
+    prod.push_back(static_cast<double>(static_cast<float>(ls[ls.size() == 1 ? 0 : i] * rs[rs.size() == 1 ? 0 : i])));
   expr* scale = reals(dtype::float32(), prod, {static_cast<std::int64_t>(n)});
-  return requantize(call(ops::multiply::name, {l, r}), scale, zero, e->args[6], e->args[7], static_cast<std::int64_t>(written_l->number()), d,
-                    opt_.rounding, opt_.compute_dtype);
+  return requantize(call(ops::multiply::name, {l, r}), scale, zero, e->args[6], e->args[7],
+                    static_cast<std::int64_t>(written_l->number()), d, opt_.rounding, opt_.compute_dtype);
 }
 
 expr* legalizer::concatenate(expr* e) {
@@ -683,7 +705,9 @@ expr* legalizer::concatenate(expr* e) {
     check_param(scales->args[i], true, "input " + n + " scale");
     check_param(zps->args[i], false, "input " + n + " zero point");
     if (same_constant(scales->args[i], out_s) && same_constant(zps->args[i], out_z)) parts.push_back(x);
-    else parts.push_back(requantize(x, scales->args[i], zps->args[i], out_s, out_z, -1, x->checked.dt, opt_.rounding, opt_.compute_dtype, "input " + n));
+    else
+      parts.push_back(requantize(x, scales->args[i], zps->args[i], out_s, out_z, -1, x->checked.dt, opt_.rounding,
+                                 opt_.compute_dtype, "input " + n));
   }
   expr* tuple = m_.make(expr_kind::tuple, at_);
   tuple->args = parts;

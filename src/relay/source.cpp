@@ -26,7 +26,8 @@ location source::locate(std::size_t at) const {
 std::string_view source::line(int line) const {
   if (line < 1 || static_cast<std::size_t>(line) > starts_.size()) return {};
   const std::size_t b = starts_[static_cast<std::size_t>(line - 1)];
-  std::size_t e = static_cast<std::size_t>(line) < starts_.size() ? starts_[static_cast<std::size_t>(line)] : text_.size();
+  std::size_t e =
+      static_cast<std::size_t>(line) < starts_.size() ? starts_[static_cast<std::size_t>(line)] : text_.size();
   while (e > b && (text_[e - 1] == '\n' || text_[e - 1] == '\r')) --e;
   return std::string_view(text_).substr(b, e - b);
 }

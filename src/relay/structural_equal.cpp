@@ -73,7 +73,8 @@ bool structurally_equal(const expr* a, const expr* b) {
     return true;
   };
   auto var_equal = [&](const expr* x, const expr* y) {
-    return x->kind == expr_kind::var && y->kind == expr_kind::var && x->annotated == y->annotated && attrs_equal(x, y, false);
+    return x->kind == expr_kind::var && y->kind == expr_kind::var && x->annotated == y->annotated &&
+           attrs_equal(x, y, false);
   };
   while (!stack.empty()) {
     auto [x, y] = stack.back();
@@ -100,7 +101,8 @@ bool structurally_equal(const expr* a, const expr* b) {
       case expr_kind::constant:
         if (x->data || y->data) {
           if (!x->data || !y->data) return false;
-          if (!(x->data->dt == y->data->dt) || x->data->shape != y->data->shape || x->data->bytes != y->data->bytes) return false;
+          if (!(x->data->dt == y->data->dt) || x->data->shape != y->data->shape || x->data->bytes != y->data->bytes)
+            return false;
         } else if (x->meta != y->meta || !(x->annotated == y->annotated)) {
           return false;
         }

@@ -185,9 +185,10 @@ class partitioner {
           if (!def) throw m_.error_at(e->at, "the TVM planner does not know the op " + name);
           if (def->pattern == op_pattern::none || name.starts_with("qnn.")) {
             // TVM's build lowers these before FuseOps; fpattern[op] would fail on them there.
-            throw m_.error_at(e->at, "the TVM planner needs " + name + " lowered first (" +
-                                         (name.starts_with("qnn.") ? "TVM legalizes it" : "TVM's SimplifyInference decomposes it") +
-                                         " before FuseOps)");
+            throw m_.error_at(
+                e->at, "the TVM planner needs " + name + " lowered first (" +
+                           (name.starts_with("qnn.") ? "TVM legalizes it" : "TVM's SimplifyInference decomposes it") +
+                           " before FuseOps)");
           }
           n.pattern = def->pattern;
           const type& result = typed(e);
@@ -212,7 +213,8 @@ class partitioner {
           const type& t = typed(e->args[0]);
           if (t.k != type::kind::tuple)
             throw m_.error_at(e->at, "the TVM planner needs the projected value to have a tuple type, not " + t.str());
-          const bool all_tensors = std::all_of(t.fields.begin(), t.fields.end(), [](const type& f) { return f.is_tensor(); });
+          const bool all_tensors =
+              std::all_of(t.fields.begin(), t.fields.end(), [](const type& f) { return f.is_tensor(); });
           if (all_tensors) {
             n.pattern = op_pattern::injective;
             link(e->args[0], self, op_pattern::injective);
@@ -309,7 +311,9 @@ class partitioner {
     c.parent = parent;
     if (c.anchor) {
       // TVM aborts ("Cannot merge two complex group together"); the rules never get here.
-      if (p.anchor) throw m_.error_at(nodes_[static_cast<std::size_t>(parent)].ref->at, "the TVM planner would put two anchors in one group");
+      if (p.anchor)
+        throw m_.error_at(nodes_[static_cast<std::size_t>(parent)].ref->at,
+                          "the TVM planner would put two anchors in one group");
       p.anchor = true;
       p.pattern = max_pattern(c.pattern, p.pattern);
     }
@@ -407,18 +411,21 @@ class partitioner {
       const P dp = dom_pattern_[i];
       if (gp == P::out_ewise_fusable) {
         // An anchor takes element-wise/broadcast epilogues only, in phase 0.
-        if (phase == 0 && dp == P::elemwise && small_enough() && check_path(n, d, [](P k, bool) { return le(k, P::broadcast); }))
+        if (phase == 0 && dp == P::elemwise && small_enough() &&
+            check_path(n, d, [](P k, bool) { return le(k, P::broadcast); }))
           commit(n, d);
       } else if (le(gp, P::broadcast)) {
         // Into an injective, reduction or anchor sink through injective-or-less groups.
         if ((le(dp, P::injective) || dp == P::comm_reduce) && small_enough() && check_path(n, d, [](P k, bool sink) {
-              return sink ? (le(k, P::injective) || k == P::comm_reduce || k == P::out_ewise_fusable) : le(k, P::injective);
+              return sink ? (le(k, P::injective) || k == P::comm_reduce || k == P::out_ewise_fusable)
+                          : le(k, P::injective);
             }))
           commit(n, d);
       } else if (gp == P::injective || gp == P::tuple) {
         // Deferred to phase 1 so that anchors finish first; injective all the way, so an
         // injective producer never joins a reduction or an anchor.
-        if (phase == 1 && small_enough() && check_path(n, d, [](P k, bool) { return le(k, P::injective); })) commit(n, d);
+        if (phase == 1 && small_enough() && check_path(n, d, [](P k, bool) { return le(k, P::injective); }))
+          commit(n, d);
       }
       // comm_reduce: a reduction never absorbs its consumers.
     }
@@ -443,7 +450,8 @@ class partitioner {
       const auto ur = static_cast<std::size_t>(r);
       const expr* e = nodes_[ur].ref;
       bool kernel = false;
-      if (e->kind == expr_kind::call) kernel = e->callee && e->callee->kind == expr_kind::op && !is_op_call(e, "annotation.stop_fusion");
+      if (e->kind == expr_kind::call)
+        kernel = e->callee && e->callee->kind == expr_kind::op && !is_op_call(e, "annotation.stop_fusion");
       else if (e->kind == expr_kind::tuple_get) kernel = node_of(e->args[0]) >= 0 && root(node_of(e->args[0])) == r;
       if (!kernel) continue;
       g.root = e;

@@ -15,7 +15,8 @@ namespace fuse::relay::infer {
 
 std::string shape_str(const std::vector<std::int64_t>& s) { return type::tensor(s, dtype::float32()).str(); }
 
-std::vector<std::int64_t> broadcast(const op_call& c, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+std::vector<std::int64_t> broadcast(const op_call& c, const std::vector<std::int64_t>& a,
+                                    const std::vector<std::int64_t>& b) {
   const std::size_t r = std::max(a.size(), b.size());
   std::vector<std::int64_t> out(r);
   for (std::size_t i = 0; i < r; ++i) {
@@ -68,7 +69,8 @@ type bias_add(const op_call& c) {
   if (b.shape.size() != 1) c.fail("the bias must be 1-d, not " + b.str());
   const std::int64_t n = x.shape[static_cast<std::size_t>(ax)];
   if (n >= 0 && b.shape[0] >= 0 && n != b.shape[0])
-    c.fail("bias of " + std::to_string(b.shape[0]) + " elements for axis " + std::to_string(ax) + " of extent " + std::to_string(n));
+    c.fail("bias of " + std::to_string(b.shape[0]) + " elements for axis " + std::to_string(ax) + " of extent " +
+           std::to_string(n));
   if (!(x.dt == b.dt)) c.fail("bias dtype " + b.dt.name() + " differs from the input's " + x.dt.name());
   return x;
 }
@@ -145,7 +147,8 @@ type reshape(const op_call& c) {
       out.push_back(in[src] * in[src + 1]);
       src += 2;
     } else if (v == -4) {
-      if (i + 2 >= codes.size() || src >= in.size()) c.fail("newshape code -4 needs two following values and an input axis");
+      if (i + 2 >= codes.size() || src >= in.size())
+        c.fail("newshape code -4 needs two following values and an input axis");
       std::int64_t d1 = codes[i + 1], d2 = codes[i + 2];
       const std::int64_t d0 = in[src++];
       if (d1 == -1 && d2 > 0 && d0 % d2 == 0) d1 = d0 / d2;
@@ -173,7 +176,8 @@ type reshape(const op_call& c) {
 type transpose(const op_call& c) {
   const type& x = c.tensor(0);
   std::vector<std::int64_t> out;
-  for (std::int64_t a : c.transpose_axes(static_cast<std::int64_t>(x.shape.size()))) out.push_back(x.shape[static_cast<std::size_t>(a)]);
+  for (std::int64_t a : c.transpose_axes(static_cast<std::int64_t>(x.shape.size())))
+    out.push_back(x.shape[static_cast<std::size_t>(a)]);
   return type::tensor(out, x.dt);
 }
 
@@ -186,7 +190,8 @@ type squeeze(const op_call& c) {
   } else {
     for (std::int64_t a : c.integers("axis")) {
       const std::int64_t n = c.axis(a, r);
-      if (x.shape[static_cast<std::size_t>(n)] != 1) c.fail("axis " + std::to_string(a) + " of " + x.str() + " is not 1");
+      if (x.shape[static_cast<std::size_t>(n)] != 1)
+        c.fail("axis " + std::to_string(a) + " of " + x.str() + " is not 1");
       drop[static_cast<std::size_t>(n)] = true;
     }
   }
@@ -220,7 +225,9 @@ type split(const op_call& c) {
   } else {
     const std::int64_t n = c.integer("indices_or_sections");
     if (n <= 0) c.fail("sections must be positive");
-    if (ext >= 0 && ext % n) c.fail("axis " + std::to_string(ax) + " of " + x.str() + " does not divide into " + std::to_string(n) + " sections");
+    if (ext >= 0 && ext % n)
+      c.fail("axis " + std::to_string(ax) + " of " + x.str() + " does not divide into " + std::to_string(n) +
+             " sections");
     for (std::int64_t i = 1; i < n; ++i) cuts.push_back(i * (ext / n));
   }
   std::vector<type> parts;
@@ -267,12 +274,14 @@ type stack(const op_call& c) {
   for (std::size_t i = 1; i < t.fields.size(); ++i) {
     const type& f = t.fields[i];
     if (!f.is_tensor()) c.fail("field " + std::to_string(i) + " must be a tensor, not " + f.str());
-    if (!(f.dt == f0.dt)) c.fail("field " + std::to_string(i) + " has dtype " + f.dt.name() + ", field 0 " + f0.dt.name());
+    if (!(f.dt == f0.dt))
+      c.fail("field " + std::to_string(i) + " has dtype " + f.dt.name() + ", field 0 " + f0.dt.name());
     if (static_cast<std::int64_t>(f.shape.size()) != r)
       c.fail("field " + std::to_string(i) + " (" + f.str() + ") has another rank than field 0 (" + f0.str() + ")");
     for (std::size_t d = 0; d < shape.size(); ++d) {
       same_extent(c, shape[d], f.shape[d],
-                  "field " + std::to_string(i) + " (" + f.str() + ") differs from field 0 (" + f0.str() + ") on axis " + std::to_string(d));
+                  "field " + std::to_string(i) + " (" + f.str() + ") differs from field 0 (" + f0.str() + ") on axis " +
+                      std::to_string(d));
       if (shape[d] < 0) shape[d] = f.shape[d];
     }
   }
@@ -354,7 +363,8 @@ type one_hot(const op_call& c) {
   const type& i = c.tensor(0);
   if (!i.dt.is_int() && !i.dt.is_uint()) c.fail("indices must be integers, not " + i.dt.name());
   for (std::size_t k = 1; k < 3; ++k)
-    if (!c.tensor(k).shape.empty()) c.fail(std::string(k == 1 ? "on_value" : "off_value") + " must be 0-d, not " + c.tensor(k).str());
+    if (!c.tensor(k).shape.empty())
+      c.fail(std::string(k == 1 ? "on_value" : "off_value") + " must be 0-d, not " + c.tensor(k).str());
   const std::int64_t depth = c.integer("depth");
   if (depth < 0) c.fail("depth must not be negative");
   const std::int64_t r = static_cast<std::int64_t>(i.shape.size());
@@ -418,7 +428,8 @@ type qnn_dequantize(const op_call& c) {
   scalar_param(c, 1, "the scale");
   scalar_param(c, 2, "the zero point");
   t.dt = c.dtype_attr("out_dtype").value_or(dtype::float32());
-  if (!(t.dt == dtype::float32() || t.dt == dtype{dtype::float_code, 16, 1})) c.fail("out_dtype must be float32 or float16, not " + t.dt.name());
+  if (!(t.dt == dtype::float32() || t.dt == dtype{dtype::float_code, 16, 1}))
+    c.fail("out_dtype must be float32 or float16, not " + t.dt.name());
   return t;
 }
 type qnn_requantize(const op_call& c) {

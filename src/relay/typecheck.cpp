@@ -67,7 +67,9 @@ class type_checker {
       if (!e || !seen.insert(e).second) continue;
       if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && !find_op(e->callee->name)) {
         if (std::find(names.begin(), names.end(), e->callee->name) == names.end()) names.push_back(e->callee->name);
-        if (!first || std::pair(e->callee->at.line, e->callee->at.col) < std::pair(first->callee->at.line, first->callee->at.col)) first = e;
+        if (!first ||
+            std::pair(e->callee->at.line, e->callee->at.col) < std::pair(first->callee->at.line, first->callee->at.col))
+          first = e;
       }
       stack.insert(stack.end(), e->args.begin(), e->args.end());
       stack.push_back(e->callee);
@@ -78,9 +80,10 @@ class type_checker {
     std::sort(names.begin(), names.end());
     for (const std::string& n : names)
       if (n != first->callee->name) others += (others.empty() ? "" : ", ") + n;
-    throw m_.error_at(first->callee->at, "unsupported op " + first->callee->name +
-                                             (others.empty() ? "" : " (the program also uses " + others + ", unsupported too)") +
-                                             "; supported ops: " + supported_ops());
+    throw m_.error_at(first->callee->at,
+                      "unsupported op " + first->callee->name +
+                          (others.empty() ? "" : " (the program also uses " + others + ", unsupported too)") +
+                          "; supported ops: " + supported_ops());
   }
 
   /// Types `root` and everything under it.
@@ -102,7 +105,8 @@ class type_checker {
         // A closure called where it is written: its arguments are typed before it, so that
         // parameters without annotations take their argument's type (FuseOps and pattern
         // partitioning write `%10 = fn (%FunctionVar_0_0, ...) {...}; %10(%4, ...)`).
-        if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::function) call_site_.emplace(e->callee, e);
+        if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::function)
+          call_site_.emplace(e->callee, e);
         if (e->kind == expr_kind::function) take_parameter_types(*e);
         for (expr* c : children(e))
           if (c && !done_.count(c) && !visiting_.count(c)) stack.push_back({c, false});
@@ -113,8 +117,8 @@ class type_checker {
         const expr* val = e->args[1];
         if (!done_.count(var)) {
           if (!compatible(var->annotated, val->checked))
-            throw m_.error_at(e->at, "let binds a value of type " + val->checked.str() + " to %" + var->name + ", annotated " +
-                                         var->annotated.str());
+            throw m_.error_at(e->at, "let binds a value of type " + val->checked.str() + " to %" + var->name +
+                                         ", annotated " + var->annotated.str());
           var->checked = var->annotated.known() ? var->annotated : val->checked;
           done_.insert(var);
         }
@@ -129,10 +133,11 @@ class type_checker {
       }
       type t = infer(*e);
       if (!compatible(e->annotated, t))
-        throw m_.error_at(e->at, "the annotated type " + e->annotated.str() + " differs from the inferred type " + t.str() +
-                                     (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op
-                                          ? " of " + e->callee->name
-                                          : std::string()));
+        throw m_.error_at(
+            e->at,
+            "the annotated type " + e->annotated.str() + " differs from the inferred type " + t.str() +
+                (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op ? " of " + e->callee->name
+                                                                                             : std::string()));
       // Keep the annotation's extra facts (a dynamic extent the relation could not fix).
       e->checked = t.known() ? t : e->annotated;
       done_.insert(e);
@@ -167,18 +172,21 @@ class type_checker {
 
   type infer(expr& e) {
     switch (e.kind) {
-      case expr_kind::var:
-        return e.annotated;
+      case expr_kind::var: return e.annotated;
       case expr_kind::constant:
         if (e.data) return constant_type(*e.data);
         if (!e.annotated.known())
-          throw m_.error_at(e.at, "the constant " + (e.meta ? "meta[" + e.meta->key + "][" + std::to_string(e.meta->index) + "]" : std::string("")) +
+          throw m_.error_at(e.at, "the constant " +
+                                      (e.meta ? "meta[" + e.meta->key + "][" + std::to_string(e.meta->index) + "]"
+                                              : std::string("")) +
                                       " has no data and no ty= annotation: its shape and dtype are unknown");
         return e.annotated;
       case expr_kind::op:
         // Only reached for an operator that is not a call's callee: an annotation must not give
         // it a tensor type (`%0 = foo /* ty=Tensor[...] */` would then "type-check").
-        throw m_.error_at(e.at, "operator " + e.name + " used as a value: fuse runs operators only where they are called, " + e.name + "(...)");
+        throw m_.error_at(e.at, "operator " + e.name +
+                                    " used as a value: fuse runs operators only where they are called, " + e.name +
+                                    "(...)");
       case expr_kind::global: {
         const definition* d = m_.find(e.name);
         if (!d) throw m_.error_at(e.at, "@" + e.name + " is not defined in this module");
@@ -191,9 +199,11 @@ class type_checker {
       }
       case expr_kind::tuple_get: {
         const type& t = e.args[0]->checked;
-        if (t.k != type::kind::tuple) throw m_.error_at(e.at, "projection ." + std::to_string(e.index) + " of a non-tuple of type " + t.str());
+        if (t.k != type::kind::tuple)
+          throw m_.error_at(e.at, "projection ." + std::to_string(e.index) + " of a non-tuple of type " + t.str());
         if (e.index < 0 || e.index >= static_cast<std::int64_t>(t.fields.size()))
-          throw m_.error_at(e.at, "projection ." + std::to_string(e.index) + " of a tuple of " + std::to_string(t.fields.size()) + " fields");
+          throw m_.error_at(e.at, "projection ." + std::to_string(e.index) + " of a tuple of " +
+                                      std::to_string(t.fields.size()) + " fields");
         return t.fields[static_cast<std::size_t>(e.index)];
       }
       case expr_kind::let:  // typed in check(): the variable between its value and the body
@@ -211,10 +221,8 @@ class type_checker {
         f.ret.push_back(body.known() ? body : e.ret);
         return f;
       }
-      case expr_kind::if_else:
-        return e.args[1]->checked;
-      case expr_kind::call:
-        return infer_call(e);
+      case expr_kind::if_else: return e.args[1]->checked;
+      case expr_kind::call: return infer_call(e);
     }
     return type{};
   }
@@ -227,25 +235,28 @@ class type_checker {
       const int n = static_cast<int>(e.args.size());
       if (n < d->min_args || n > d->max_args)
         throw m_.error_at(e.at, callee->name + " takes " + std::to_string(d->min_args) +
-                                    (d->max_args != d->min_args ? "-" + std::to_string(d->max_args) : std::string()) + " arguments, not " +
-                                    std::to_string(n));
+                                    (d->max_args != d->min_args ? "-" + std::to_string(d->max_args) : std::string()) +
+                                    " arguments, not " + std::to_string(n));
       std::vector<type> args;
       for (const expr* a : e.args) {
-        if (!a->checked.known()) throw m_.error_at(a->at, "the type of this argument of " + callee->name + " is unknown");
+        if (!a->checked.known())
+          throw m_.error_at(a->at, "the type of this argument of " + callee->name + " is unknown");
         args.push_back(a->checked);
       }
       return d->infer(op_call(m_, e, *d, std::move(args)));
     }
     const definition* def = callee->kind == expr_kind::global ? m_.find(callee->name) : nullptr;
-    if (callee->kind == expr_kind::global && !def) throw m_.error_at(callee->at, "@" + callee->name + " is not defined in this module");
+    if (callee->kind == expr_kind::global && !def)
+      throw m_.error_at(callee->at, "@" + callee->name + " is not defined in this module");
     const type& f = def ? def->fn->checked : callee->checked;
     if (f.k != type::kind::func) throw m_.error_at(e.at, "calling a value of non-function type " + f.str());
     if (f.fields.size() != e.args.size())
-      throw m_.error_at(e.at, "the function takes " + std::to_string(f.fields.size()) + " arguments, not " + std::to_string(e.args.size()));
+      throw m_.error_at(e.at, "the function takes " + std::to_string(f.fields.size()) + " arguments, not " +
+                                  std::to_string(e.args.size()));
     for (std::size_t i = 0; i < e.args.size(); ++i)
       if (!compatible(f.fields[i], e.args[i]->checked))
-        throw m_.error_at(e.args[i]->at, "argument " + std::to_string(i + 1) + " has type " + e.args[i]->checked.str() + ", the parameter " +
-                                             f.fields[i].str());
+        throw m_.error_at(e.args[i]->at, "argument " + std::to_string(i + 1) + " has type " + e.args[i]->checked.str() +
+                                             ", the parameter " + f.fields[i].str());
     return f.ret.empty() ? type{} : f.ret[0];
   }
 

@@ -22,7 +22,10 @@ TEST_CASE("Eigen matrices, arrays, maps, blocks and tensors are views, in either
   static_assert(decltype(vv)::rank == 1);
 
   tensor<float, 2> out({5, 7});
-  eval(out, tanh(m) + multiply(r, v));  // (Eigen * Eigen is Eigen's product) column-major, row-major and a broadcast vector in one loop
+  eval(out,
+       tanh(m) +
+           multiply(
+               r, v));  // (Eigen * Eigen is Eigen's product) column-major, row-major and a broadcast vector in one loop
   for (int i = 0; i < 5; ++i)
     for (int j = 0; j < 7; ++j) CHECK(out(i, j) == doctest::Approx(std::tanh(m(i, j)) + r(i, j) * v(j)).epsilon(1e-6));
 

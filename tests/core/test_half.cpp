@@ -71,8 +71,7 @@ struct bf16_spec {
 };
 
 template <class Spec>
-constexpr std::uint16_t exponent_mask = std::uint16_t(((1u << Spec::exponent_bits) - 1)
-                                                      << Spec::mantissa_bits);
+constexpr std::uint16_t exponent_mask = std::uint16_t(((1u << Spec::exponent_bits) - 1) << Spec::mantissa_bits);
 template <class Spec>
 constexpr std::uint16_t quiet_bit = std::uint16_t(1u << (Spec::mantissa_bits - 1));
 
@@ -85,10 +84,8 @@ double oracle_value(std::uint16_t b) {
   double magnitude;
   if (e == (1 << Spec::exponent_bits) - 1)
     magnitude = m != 0 ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
-  else if (e == 0)
-    magnitude = std::ldexp(double(m), 1 - bias - Spec::mantissa_bits);
-  else
-    magnitude = std::ldexp(double(m + (1 << Spec::mantissa_bits)), e - bias - Spec::mantissa_bits);
+  else if (e == 0) magnitude = std::ldexp(double(m), 1 - bias - Spec::mantissa_bits);
+  else magnitude = std::ldexp(double(m + (1 << Spec::mantissa_bits)), e - bias - Spec::mantissa_bits);
   return (b & 0x8000) ? -magnitude : magnitude;
 }
 
@@ -112,8 +109,7 @@ double oracle_round(T x) {
     integral = std::nearbyint(std::scalbn(x, -ulp_exponent));
     value = double(std::scalbn(integral, ulp_exponent));
   }
-  if (std::fabs(value) > Spec::max_finite)
-    return std::copysign(std::numeric_limits<double>::infinity(), double(x));
+  if (std::fabs(value) > Spec::max_finite) return std::copysign(std::numeric_limits<double>::infinity(), double(x));
   if (value == 0) return std::copysign(0.0, double(x));
   return value;
 }
@@ -204,13 +200,13 @@ void check_simd_stores(const scalar_conversions& s, failures& f) {
         const std::uint16_t h = s.to_half[i + k], b = s.to_bf16[i + k];
         const std::uint32_t hf = s.rounded_half[i + k], bf = s.rounded_bf16[i + k];
         if (out_half[k + 1].bits() != h || out_soft[k + 1].bits() != h)
-          f.add("%s store_half(%08x): simd %04x software %04x scalar %04x", A::name(), x,
-                out_half[k + 1].bits(), out_soft[k + 1].bits(), h);
+          f.add("%s store_half(%08x): simd %04x software %04x scalar %04x", A::name(), x, out_half[k + 1].bits(),
+                out_soft[k + 1].bits(), h);
         if (out_bf16[k + 1].bits() != b)
           f.add("%s store_bf16(%08x): simd %04x scalar %04x", A::name(), x, out_bf16[k + 1].bits(), b);
         if (bits_of(rounded[k]) != hf || bits_of(rounded_soft[k]) != hf)
-          f.add("%s round_to_half(%08x): simd %08x software %08x scalar %08x", A::name(), x,
-                bits_of(rounded[k]), bits_of(rounded_soft[k]), hf);
+          f.add("%s round_to_half(%08x): simd %08x software %08x scalar %08x", A::name(), x, bits_of(rounded[k]),
+                bits_of(rounded_soft[k]), hf);
         if (bits_of(rounded_bf[k]) != bf)
           f.add("%s round_to_bf16(%08x): simd %08x scalar %08x", A::name(), x, bits_of(rounded_bf[k]), bf);
       }
@@ -236,8 +232,7 @@ void check_scalar_from_float(const std::vector<float>& in, failures& f) {
     if (std::isnan(x)) {
       const bool negative = (xb >> 31) != 0;
       if (h != expected_nan<half_spec>(negative, (xb >> 13) & 0x3FF)) f.add("half(NaN %08x) = %04x", xb, h);
-      if (b != expected_nan<bf16_spec>(negative, (xb >> 16) & 0x7F))
-        f.add("bfloat16(NaN %08x) = %04x", xb, b);
+      if (b != expected_nan<bf16_spec>(negative, (xb >> 16) & 0x7F)) f.add("bfloat16(NaN %08x) = %04x", xb, b);
       continue;
     }
     if (!matches_value<half_spec>(h, oracle_round<half_spec>(double(x))))
@@ -325,8 +320,7 @@ TEST_CASE("every half pattern converts to float exactly and back to the same bit
     const std::uint16_t back = nan ? std::uint16_t(u | 0x200) : std::uint16_t(u);  // NaN comes back quiet
     if (half(x).bits() != back) f.add("half(float(half %04x)) = %04x", u, half(x).bits());
     if (half(static_cast<double>(h)).bits() != back) f.add("half(double(half %04x))", u);
-    if (fuse::isnan(h) != std::isnan(x) || fuse::isinf(h) != std::isinf(x) ||
-        fuse::isfinite(h) != std::isfinite(x))
+    if (fuse::isnan(h) != std::isnan(x) || fuse::isinf(h) != std::isinf(x) || fuse::isfinite(h) != std::isfinite(x))
       f.add("classification of half %04x", u);
     if ((-h).bits() != (u ^ 0x8000u)) f.add("-half %04x", u);
   }
@@ -348,8 +342,7 @@ TEST_CASE("every bfloat16 pattern converts to float exactly and back to the same
     const std::uint16_t back = nan ? std::uint16_t(u | 0x40) : std::uint16_t(u);
     if (bfloat16(x).bits() != back) f.add("bfloat16(float(bfloat16 %04x)) = %04x", u, bfloat16(x).bits());
     if (bfloat16(static_cast<double>(b)).bits() != back) f.add("bfloat16(double(bfloat16 %04x))", u);
-    if (fuse::isnan(b) != std::isnan(x) || fuse::isinf(b) != std::isinf(x) ||
-        fuse::isfinite(b) != std::isfinite(x))
+    if (fuse::isnan(b) != std::isnan(x) || fuse::isinf(b) != std::isinf(x) || fuse::isfinite(b) != std::isfinite(x))
       f.add("classification of bfloat16 %04x", u);
     if ((-b).bits() != (u ^ 0x8000u)) f.add("-bfloat16 %04x", u);
   }
@@ -383,10 +376,8 @@ TEST_CASE("SIMD loads of every 16-bit pattern match the scalar conversions") {
           for (std::size_t k = 0; k < W; ++k) {
             const std::size_t u = i + offset + k;
             if (u >= 0x10000) break;
-            if (bits_of(got[k]) != bits_of(widened_half[u]) ||
-                bits_of(got_soft[k]) != bits_of(widened_half[u]))
-              f.add("%s load_half(%04zx) = %08x / software %08x", A::name(), u, bits_of(got[k]),
-                    bits_of(got_soft[k]));
+            if (bits_of(got[k]) != bits_of(widened_half[u]) || bits_of(got_soft[k]) != bits_of(widened_half[u]))
+              f.add("%s load_half(%04zx) = %08x / software %08x", A::name(), u, bits_of(got[k]), bits_of(got_soft[k]));
             if (bits_of(got_bf[k]) != bits_of(widened_bf16[u]))
               f.add("%s load_bf16(%04zx) = %08x", A::name(), u, bits_of(got_bf[k]));
           }
@@ -494,8 +485,7 @@ void check_from_double(std::mt19937_64& rng, failures& f, std::uint64_t& double_
     const double want = oracle_round<Spec>(d);
     if (std::isnan(d)) {
       const std::uint64_t db = bits_of(d);
-      if (got != expected_nan<Spec>(db >> 63,
-                                    (db >> (52 - Spec::mantissa_bits)) & ((1u << Spec::mantissa_bits) - 1)))
+      if (got != expected_nan<Spec>(db >> 63, (db >> (52 - Spec::mantissa_bits)) & ((1u << Spec::mantissa_bits) - 1)))
         f.add("%s(NaN %016llx) = %04x", Spec::name, (unsigned long long)db, got);
       return;
     }
@@ -569,8 +559,7 @@ TEST_CASE("long double to half and bfloat16 rounds once") {
       const long double mid =
           (oracle_value<bf16_spec>(std::uint16_t(b)) + oracle_value<bf16_spec>(std::uint16_t(b + 1))) / 2;
       for (long double x : {mid + mid * 0x1p-60L, mid - mid * 0x1p-60L, mid})
-        if (!matches_value<bf16_spec>(bfloat16(x).bits(), oracle_round<bf16_spec>(x)))
-          f.add("bfloat16(%La)", x);
+        if (!matches_value<bf16_spec>(bfloat16(x).bits(), oracle_round<bf16_spec>(x))) f.add("bfloat16(%La)", x);
     }
     CHECK_NO_FAILURES(f);
     CHECK(half(1.0L + 0x1p-11L + 0x1p-62L).bits() == 0x3C01);
@@ -617,8 +606,7 @@ TEST_CASE("integers to half and bfloat16 round once; back they truncate") {
       check_integer<bf16_spec>(-std::int64_t(u >> 1), f);
       check_integer<bf16_spec>(std::int32_t(u), f);
     }
-    for (std::uint64_t u :
-         {~0ull, ~0ull >> 1, 1ull << 63, (1ull << 24) + 1, (1ull << 62) + (1ull << 54) + 1}) {
+    for (std::uint64_t u : {~0ull, ~0ull >> 1, 1ull << 63, (1ull << 24) + 1, (1ull << 62) + (1ull << 54) + 1}) {
       check_integer<half_spec>(u, f);
       check_integer<bf16_spec>(u, f);
       check_integer<bf16_spec>(std::int64_t(u), f);
@@ -769,8 +757,7 @@ void check_arithmetic(std::mt19937_64& rng, failures& f) {
     } cases[] = {{'+', a + b, x + y}, {'-', a - b, x - y}, {'*', a * b, x * y}, {'/', a / b, x / y}};
     for (const auto& c : cases)
       if (!matches_value<Spec>(c.got.bits(), oracle_round<Spec>(c.exact)))
-        f.add("%s %04x %c %04x = %04x, oracle %a", Spec::name, ab, c.op, bb, c.got.bits(),
-              oracle_round<Spec>(c.exact));
+        f.add("%s %04x %c %04x = %04x, oracle %a", Spec::name, ab, c.op, bb, c.got.bits(), oracle_round<Spec>(c.exact));
     T acc = a;
     acc += b;
     if (acc.bits() != (a + b).bits()) f.add("%s +=", Spec::name);
@@ -867,15 +854,13 @@ TEST_CASE("operator<< prints the shortest text that reads back as the same value
     const half h = half::from_bits(std::uint16_t(u));
     const bfloat16 b = bfloat16::from_bits(std::uint16_t(u));
     if (fuse::isfinite(h) && half(std::strtod(text(h).c_str(), nullptr)).bits() != u) FAIL("half ", text(h));
-    if (fuse::isfinite(b) && bfloat16(std::strtod(text(b).c_str(), nullptr)).bits() != u)
-      FAIL("bfloat16 ", text(b));
+    if (fuse::isfinite(b) && bfloat16(std::strtod(text(b).c_str(), nullptr)).bits() != u) FAIL("bfloat16 ", text(b));
   }
 }
 
 // ---- the full sweep (slow) ----------------------------------------------------------------------
 
-TEST_CASE("every float pattern to half and bfloat16, scalar and SIMD" * doctest::test_suite("slow") *
-          doctest::skip()) {
+TEST_CASE("every float pattern to half and bfloat16, scalar and SIMD" * doctest::test_suite("slow") * doctest::skip()) {
   failures f;
   std::vector<float> chunk(1 << 20);
   for (std::uint64_t base = 0; base < (std::uint64_t{1} << 32); base += chunk.size()) {

@@ -7,8 +7,8 @@
 static_assert(fuse::cpu::gemm::has_dpbf16, "fuse: this file is compiled with -mavx512bf16");
 
 namespace fuse::cpu::gemm {
-template void gemm_bf16<float>(index_t, index_t, index_t, strided<bfloat16>, strided<bfloat16>, float*, index_t, index_t,
-                               const float*);
+template void gemm_bf16<float>(index_t, index_t, index_t, strided<bfloat16>, strided<bfloat16>, float*, index_t,
+                               index_t, const float*);
 template void gemm_bf16<bfloat16>(index_t, index_t, index_t, strided<bfloat16>, strided<bfloat16>, bfloat16*, index_t,
                                   index_t, const float*);
 template void gemm_bf16_prepacked<float>(index_t, index_t, strided<bfloat16>, const packed_pairs_b&, index_t, float*,

@@ -104,9 +104,9 @@ void expect_within_bound(const Got& got, const Sums& sums, const Ref& ref, const
     if (!ok || !ref_ok) {
       ++bad;
       if (shown++ < 5)
-        FAIL_CHECK(std::string(what) << " (" << dtype_of<Out>() << " result) at " << to_string(i) << ": got " << g << ", bounds ["
-                        << lo << ", " << hi << "], exact sum " << s << ", reference " << r
-                        << std::string(ref_ok ? "" : " (not the exact sum rounded once)"));
+        FAIL_CHECK(std::string(what) << " (" << dtype_of<Out>() << " result) at " << to_string(i) << ": got " << g
+                                     << ", bounds [" << lo << ", " << hi << "], exact sum " << s << ", reference " << r
+                                     << std::string(ref_ok ? "" : " (not the exact sum rounded once)"));
     }
   });
   if (bad) FAIL_CHECK(std::string(what) << ": " << bad << " elements outside the bound, of " << got.size());
@@ -128,9 +128,7 @@ void check_both(const Op& op, const A& a, const B& b, const char* what) {
   expect_within_bound<float>(materialize(op(tag<float>{}, a, b)), sums, sums.s, what);
 }
 
-const auto dense_op = [](auto o, const auto& a, const auto& b) {
-  return dense<typename decltype(o)::type>(a, b);
-};
+const auto dense_op = [](auto o, const auto& a, const auto& b) { return dense<typename decltype(o)::type>(a, b); };
 
 /// Values n / 8 with n an integer in [-limit, limit] (limit <= 64: exact in both 16-bit
 /// dtypes): every product is a multiple of 2^-6 of magnitude at most 64, so a sum of up to
@@ -183,9 +181,9 @@ static_assert(!contraction_dtypes_supported<half, half, double>);
 
 TEST_CASE_TEMPLATE("half and bfloat16 dense over sizes that are not multiples of the tile", T, half, bfloat16) {
   // TVM's default out_dtype is the operands' dtype.
-  static_assert(std::is_same_v<typename decltype(dense(std::declval<tensor<T, 2>&>(),
-                                                       std::declval<tensor<T, 2>&>()))::value_type,
-                               T>);
+  static_assert(
+      std::is_same_v<typename decltype(dense(std::declval<tensor<T, 2>&>(), std::declval<tensor<T, 2>&>()))::value_type,
+                     T>);
   const index_t sizes[] = {0, 1, 7, 17, 33, 100};
   std::uint64_t salt = 1000;
   for (index_t m : sizes)
@@ -210,9 +208,7 @@ TEST_CASE_TEMPLATE("half and bfloat16 matmul and batch_matmul: every transpose, 
     return [=](auto o, const auto& a, const auto& b) { return matmul<typename decltype(o)::type>(a, b, ta, tb); };
   };
   const auto batch_op = [](bool ta, bool tb) {
-    return [=](auto o, const auto& a, const auto& b) {
-      return batch_matmul<typename decltype(o)::type>(a, b, ta, tb);
-    };
+    return [=](auto o, const auto& a, const auto& b) { return batch_matmul<typename decltype(o)::type>(a, b, ta, tb); };
   };
   for (auto [m, n, k] : {std::tuple<index_t, index_t, index_t>{23, 18, 41}, {1, 33, 100}, {100, 7, 17}, {33, 100, 7}}) {
     CAPTURE(m);
@@ -258,13 +254,17 @@ TEST_CASE_TEMPLATE("half and bfloat16 matmul and batch_matmul: every transpose, 
   static_assert(std::is_same_v<typename decltype(batch_matmul(q, kk))::value_type, T>);
 }
 
-TEST_CASE_TEMPLATE("half and bfloat16 products across the GEMM's blocks: long K, many rows, wide N", T, half, bfloat16) {
+TEST_CASE_TEMPLATE("half and bfloat16 products across the GEMM's blocks: long K, many rows, wide N", T, half,
+                   bfloat16) {
   // K = 1100: two reduction blocks, whose float partial sums must not be rounded to 16 bits in
   // between; 100 rows: two row blocks of the rounded store; N = 3850 with K = 1100 and N = 4100
   // with K = 3: two column blocks of the float packing of B (3808 + 42 and 4096 + 4 columns),
   // checked on the columns around the boundary (the reference is a triple loop).
-  for (auto [m, n, k, c0] : {std::tuple<index_t, index_t, index_t, index_t>{37, 50, 1100, 0}, {100, 40, 100, 0},
-                             {5, 3850, 1100, 3700}, {6, 4100, 3, 0}, {2, 70, 1100, 0}}) {
+  for (auto [m, n, k, c0] : {std::tuple<index_t, index_t, index_t, index_t>{37, 50, 1100, 0},
+                             {100, 40, 100, 0},
+                             {5, 3850, 1100, 3700},
+                             {6, 4100, 3, 0},
+                             {2, 70, 1100, 0}}) {
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
@@ -284,7 +284,8 @@ TEST_CASE_TEMPLATE("half and bfloat16 products across the GEMM's blocks: long K,
     expect_within_bound<T>(part(materialize(dense(x, w))), sums, ref, "dense");
     expect_within_bound<float>(part(materialize(dense<float>(x, w))), sums, sums.s, "dense<float>");
     expect_within_bound<T>(part(materialize(dense(x, wp))), sums, ref, "dense over packed weights");
-    expect_within_bound<float>(part(materialize(dense<float>(x, wp))), sums, sums.s, "dense<float> over packed weights");
+    expect_within_bound<float>(part(materialize(dense<float>(x, wp))), sums, sums.s,
+                               "dense<float> over packed weights");
   }
 }
 
@@ -345,15 +346,15 @@ TEST_CASE("half and bfloat16 exact sums round once, to nearest even, in every ke
   };
   constexpr double inf = std::numeric_limits<double>::infinity();
   const exact_case cases[] = {
-      {2048, 1, 1, 1, 2048, 2048},                        // 2049: a tie in half, goes to even 2048
-      {2048, 1, 3, 1, 2052, 2048},                        // 2051: above the tie in half; 2051 -> 2048 in bfloat16
-      {1 + 0x1p-10, 1.5, 0, 0, 1.5 + 0x1p-9, 1.5},        // 1.5 + 2^-10 + 2^-11: a tie in half, to even
-                                                          // (1 + 2^-10 is 1 in bfloat16)
-      {65504, 1, 15, 1, 65504, 65536},                    // 65519: below half's overflow threshold
-      {65504, 1, 16, 1, inf, 65536},                      // 65520: the tie at half's largest finite: inf
-      {-65504, 1, -16, 1, -inf, -65536},                  // and negative
-      {256, 1, 1, 1, 257, 256},                           // 257: a tie in bfloat16, to even
-      {3 * 0x1p-24, 0.5, 0, 0, 0x1p-23, 1.5 * 0x1p-24},   // 1.5 * 2^-24: half's subnormal tie, to even (2)
+      {2048, 1, 1, 1, 2048, 2048},                       // 2049: a tie in half, goes to even 2048
+      {2048, 1, 3, 1, 2052, 2048},                       // 2051: above the tie in half; 2051 -> 2048 in bfloat16
+      {1 + 0x1p-10, 1.5, 0, 0, 1.5 + 0x1p-9, 1.5},       // 1.5 + 2^-10 + 2^-11: a tie in half, to even
+                                                         // (1 + 2^-10 is 1 in bfloat16)
+      {65504, 1, 15, 1, 65504, 65536},                   // 65519: below half's overflow threshold
+      {65504, 1, 16, 1, inf, 65536},                     // 65520: the tie at half's largest finite: inf
+      {-65504, 1, -16, 1, -inf, -65536},                 // and negative
+      {256, 1, 1, 1, 257, 256},                          // 257: a tie in bfloat16, to even
+      {3 * 0x1p-24, 0.5, 0, 0, 0x1p-23, 1.5 * 0x1p-24},  // 1.5 * 2^-24: half's subnormal tie, to even (2)
       {5 * 0x1p-24, 1, 7 * 0x1p-24, 1, 12 * 0x1p-24, 12 * 0x1p-24},  // subnormal halves summed exactly
       {5 * 0x1p-24, 0.5, 0, 0, 2 * 0x1p-24, 2.5 * 0x1p-24},          // 2.5 * 2^-24: to even (2)
   };
@@ -395,8 +396,8 @@ TEST_CASE("half and bfloat16 exact sums round once, to nearest even, in every ke
     expect_within_bound<T>(got, exact_sums_of(dense_op, x, w), ref, "exact sums");
   };
   for (bool packed : {false, true}) {
-    run(tag<half>{}, 0, rows, 2, packed);       // the direct form (dot products)
-    run(tag<half>{}, 30, 100, 40, packed);      // the packed, blocked kernel
+    run(tag<half>{}, 0, rows, 2, packed);   // the direct form (dot products)
+    run(tag<half>{}, 30, 100, 40, packed);  // the packed, blocked kernel
     run(tag<bfloat16>{}, 0, rows, 2, packed);
     run(tag<bfloat16>{}, 30, 100, 40, packed);
   }

@@ -34,7 +34,9 @@ struct lstm_weights {
   tensor<float, 2> x, h, c, w;
   tensor<float, 1> b;
   lstm_weights(index_t bt, index_t in, index_t hd, std::uint64_t salt)
-      : batch(bt), input(in), hidden(hd),
+      : batch(bt),
+        input(in),
+        hidden(hd),
         x(test::random_tensor({bt, in}, salt, -1, 1)),
         h(test::random_tensor({bt, hd}, salt + 1, -1, 1)),
         c(test::random_tensor({bt, hd}, salt + 2, -2, 2)),
@@ -45,7 +47,8 @@ struct lstm_weights {
 /// One LSTM step as fuse expressions: gates = [x, h] W^T + b; i, f, g, o = split 4;
 /// c' = sigmoid(f) c + sigmoid(i) tanh(g); h' = sigmoid(o) tanh(c').
 auto lstm_exprs(const lstm_weights& p) {
-  auto gates = split<4>(bias_add(dense(concatenate(std::make_tuple(p.x.view(), p.h.view()), 1), p.w.view()), p.b.view()), 1);
+  auto gates =
+      split<4>(bias_add(dense(concatenate(std::make_tuple(p.x.view(), p.h.view()), 1), p.w.view()), p.b.view()), 1);
   auto c_next = sigmoid(gates[1]) * p.c.view() + sigmoid(gates[0]) * tanh(gates[2]);
   auto h_next = sigmoid(gates[3]) * tanh(c_next);
   return std::make_pair(h_next, c_next);
@@ -54,8 +57,8 @@ auto lstm_exprs(const lstm_weights& p) {
 }  // namespace
 
 TEST_CASE("an LSTM cell is one blocked pass: four gate blocks, two outputs") {
-  for (auto [bt, in, hd] : {std::tuple<index_t, index_t, index_t>{1, 7, 17}, {7, 33, 100}, {64, 64, 64},
-                            {300, 9, 70}, {3, 1, 1}}) {
+  for (auto [bt, in, hd] :
+       {std::tuple<index_t, index_t, index_t>{1, 7, 17}, {7, 33, 100}, {64, 64, 64}, {300, 9, 70}, {3, 1, 1}}) {
     CAPTURE(bt);
     CAPTURE(in);
     CAPTURE(hd);
@@ -202,7 +205,8 @@ TEST_CASE("an output that later blocks read elsewhere goes through temporaries")
   auto xs = test::random_tensor({9, 11}, 703, -1, 1);
   auto ws = test::random_tensor({9, 11}, 704, -1, 1);
   auto small = test::random_tensor({9, 9}, 705, -1, 1);
-  CHECK(update(small, transpose(small * 2.0f) + dense(xs, ws), "one block: out = transpose(2 out) + dense").blocks == 1);
+  CHECK(update(small, transpose(small * 2.0f) + dense(xs, ws), "one block: out = transpose(2 out) + dense").blocks ==
+        1);
 }
 
 TEST_CASE("int8 contractions in a tree stay exact") {

@@ -35,7 +35,8 @@ TEST_CASE("several outputs in one pass: an LSTM cell's h' and c'") {
   }
   tensor<float, 1> a({4}), b({4});
   tensor<float, 2> m({2, 2});
-  CHECK_THROWS_WITH_AS(eval(outputs(a, b), a + 1.0f, m + 1.0f), doctest::Contains("does not fit the output"), shape_error);
+  CHECK_THROWS_WITH_AS(eval(outputs(a, b), a + 1.0f, m + 1.0f), doctest::Contains("does not fit the output"),
+                       shape_error);
   CHECK_THROWS_AS(eval(outputs(a, a), b + 1.0f, b * 2.0f), memory_error);  // outputs overlap
 }
 
@@ -99,7 +100,8 @@ TEST_CASE("broadcasting into the output, and loop shapes") {
   auto m = test::random_tensor({9, 13}, 43);
   tensor<float, 2> t({13, 9});
   eval(transpose(t.view()), strided_slice(m, {-1, -1}, {-10, -14}, {-1, -1}) * 3.0f);
-  expect_matches(t, reference(transpose(strided_slice(m, {-1, -1}, {-10, -14}, {-1, -1}) * 3.0f)), {}, 0.5, "reversed into transposed");
+  expect_matches(t, reference(transpose(strided_slice(m, {-1, -1}, {-10, -14}, {-1, -1}) * 3.0f)), {}, 0.5,
+                 "reversed into transposed");
 }
 
 TEST_CASE("streaming stores: peeling, tails and misaligned outputs give the same numbers") {

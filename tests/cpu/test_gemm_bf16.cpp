@@ -28,8 +28,11 @@ struct matrix {
   std::vector<bfloat16> buf;
   index_t rows, cols, rs, cs;
   matrix(index_t r, index_t c, bool by_rows, index_t step, std::mt19937_64& g, double lo = -1, double hi = 1)
-      : buf(static_cast<std::size_t>(std::max<index_t>(r * c * step, 1))), rows(r), cols(c),
-        rs(by_rows ? c * step : step), cs(by_rows ? step : r * step) {
+      : buf(static_cast<std::size_t>(std::max<index_t>(r * c * step, 1))),
+        rows(r),
+        cols(c),
+        rs(by_rows ? c * step : step),
+        cs(by_rows ? step : r * step) {
     for (auto& v : buf) v = test::random_value<bfloat16>(g, lo, hi);
   }
   gm::strided<bfloat16> view() const { return {buf.data(), rs, cs}; }
@@ -73,8 +76,8 @@ index_t outside_bound(const matrix& a, const matrix& b, index_t j0, const Out* c
         ok = lo <= got && got <= hi;
       }
       if (!ok && bad++ < 4)
-        FAIL_CHECK(what << ": (" << i << ", " << j << ") is " << got << ", not in [" << lo << ", " << hi << "] (sum " << s
-                        << ")");
+        FAIL_CHECK(what << ": (" << i << ", " << j << ") is " << got << ", not in [" << lo << ", " << hi << "] (sum "
+                        << s << ")");
     }
   return bad;
 }
@@ -100,7 +103,8 @@ void check_product(index_t m, index_t n, index_t k, int variant, std::uint64_t s
                            (Kern == gm::pair_kernel::dpbf16 ? ", vdpbf16ps" : ", widened pairs");
   CAPTURE(what);
   const index_t crs = c_rows ? n : 1, ccs = c_rows ? 1 : m;
-  std::vector<Out> c(static_cast<std::size_t>(std::max<index_t>(m * n, 1)), Out(std::numeric_limits<float>::quiet_NaN()));
+  std::vector<Out> c(static_cast<std::size_t>(std::max<index_t>(m * n, 1)),
+                     Out(std::numeric_limits<float>::quiet_NaN()));
   const gm::strided<bfloat16> bv{b.buf.data() + j0 * b.cs, b.rs, b.cs};
   gm::gemm_pairs<Kern>(m, n, k, a.view(), bv, c.data(), crs, ccs);
   CHECK(outside_bound(a, b, j0, c.data(), m, n, crs, ccs, what) == 0);
@@ -119,9 +123,9 @@ struct shape3 {
 // Tiles of MR x NR (12 x 32 with AVX-512, 6 x 16 with AVX2) and their 4- and 8-row panels, odd
 // K (a zero-padded last pair), K across reduction blocks (KC = 2048: 4099 is three blocks of
 // 1368 and 1363), rows across MC = 96, columns across NC = 4096.
-const shape3 shapes[] = {{1, 1, 1},    {1, 33, 17},  {3, 17, 2},   {4, 32, 3},    {5, 70, 7},   {12, 33, 16},
-                         {13, 1, 1023}, {37, 65, 100}, {100, 40, 33}, {9, 5, 4099}, {5, 4100, 3}, {0, 5, 3},
-                         {5, 0, 3},    {5, 3, 0},    {8, 64, 2049}};
+const shape3 shapes[] = {{1, 1, 1},    {1, 33, 17},   {3, 17, 2},    {4, 32, 3},    {5, 70, 7},
+                         {12, 33, 16}, {13, 1, 1023}, {37, 65, 100}, {100, 40, 33}, {9, 5, 4099},
+                         {5, 4100, 3}, {0, 5, 3},     {5, 0, 3},     {5, 3, 0},     {8, 64, 2049}};
 
 template <gm::pair_kernel Kern>
 void check_all_shapes() {
@@ -156,7 +160,8 @@ TEST_CASE("bfloat16 pairs packed ahead read back as the matrix they were packed 
     const index_t kc_last = k - (k - 1) / p.kc * p.kc;
     const std::uint32_t* last = p.panel((k - 1) / p.kc * p.kc, 0);
     if (kc_last % 2) CHECK((last[(kc_last / 2) * gm::pair_blocking::NR] >> 16) == 0);
-    if (n % gm::pair_blocking::NR) CHECK(p.panel(0, n / gm::pair_blocking::NR * gm::pair_blocking::NR)[n % gm::pair_blocking::NR] == 0);
+    if (n % gm::pair_blocking::NR)
+      CHECK(p.panel(0, n / gm::pair_blocking::NR * gm::pair_blocking::NR)[n % gm::pair_blocking::NR] == 0);
   }
 }
 
@@ -166,8 +171,9 @@ TEST_CASE("the widened pair kernel: every size, layout and block edge against do
 
 TEST_CASE("vdpbf16ps: every size, layout and block edge against double sums, and against the widened pair kernel") {
   if constexpr (!gm::has_dpbf16) {
-    MESSAGE("this build has no AVX512_BF16 (compile with -march=native on a CPU that has it): the instruction's kernel is "
-            "compiled by dpbf16_compile.cpp only");
+    MESSAGE(
+        "this build has no AVX512_BF16 (compile with -march=native on a CPU that has it): the instruction's kernel is "
+        "compiled by dpbf16_compile.cpp only");
   } else {
     check_all_shapes<gm::pair_kernel::dpbf16>();
     // Where dpbf16_exact holds, the instruction's sums are the widened kernel's (the SDM's two
@@ -201,20 +207,20 @@ TEST_CASE("bf16_range and dpbf16_exact: the instruction only where its DAZ and F
     x.at(1, 1) = std::numeric_limits<bfloat16>::infinity();
     x.at(2, 2) = std::numeric_limits<bfloat16>::quiet_NaN();
     const auto r = gm::range_of(x.view(), 7, 9);
-    CHECK(r.least == bits(0x1p-20f));  // the sign dropped, zeros skipped
+    CHECK(r.least == bits(0x1p-20f));    // the sign dropped, zeros skipped
     CHECK(r.greatest == bits(0x1p40f));  // inf and NaN skipped
   }
   const auto range = [](float least, float greatest) { return gm::bf16_range{bits(least), bits(greatest)}; };
   const gm::bf16_range zeros{};
   CHECK(gm::dpbf16_exact(range(1, 2), range(0.5f, 4)));
-  CHECK(gm::dpbf16_exact(zeros, range(0x1p-130f, 1)));                 // an all-zero operand: every product 0
-  CHECK_FALSE(gm::dpbf16_exact(range(0x1p-127f, 1), range(1, 1)));     // a subnormal: DAZ
+  CHECK(gm::dpbf16_exact(zeros, range(0x1p-130f, 1)));              // an all-zero operand: every product 0
+  CHECK_FALSE(gm::dpbf16_exact(range(0x1p-127f, 1), range(1, 1)));  // a subnormal: DAZ
   CHECK_FALSE(gm::dpbf16_exact(range(1, 1), range(0x1p-133f, 1)));
   CHECK(gm::dpbf16_exact(range(0x1p-126f, 1), range(0x1p24f, 0x1p24f)));  // 2^-102: the least allowed product
   CHECK_FALSE(gm::dpbf16_exact(range(0x1p-52f, 1), range(0x1p-51f, 1)));  // 2^-103 may sum to a subnormal
   CHECK(gm::dpbf16_exact(range(1, 0x1.fep61f), range(1, 0x1.fep61f)));    // products below 2^124
-  CHECK(gm::dpbf16_exact(range(1, 0x1p62f), range(1, 0x1p62f)));         // below 2^126
-  CHECK_FALSE(gm::dpbf16_exact(range(1, 0x1p63f), range(1, 0x1p62f)));   // up to 2^127: may overflow alone
+  CHECK(gm::dpbf16_exact(range(1, 0x1p62f), range(1, 0x1p62f)));          // below 2^126
+  CHECK_FALSE(gm::dpbf16_exact(range(1, 0x1p63f), range(1, 0x1p62f)));    // up to 2^127: may overflow alone
 }
 
 TEST_CASE("gemm_bf16 keeps subnormal and tiny bfloat16 operands exact; inf and NaN as the reference") {

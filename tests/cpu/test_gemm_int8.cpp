@@ -96,7 +96,7 @@ std::int64_t check_gemm(index_t m, index_t n, index_t k, int la, int lb, bool st
   for (std::size_t p = 0; p < c.size(); ++p)
     if (!written[p] && c[p] != sentinel && bad++ < 3) what << " gap " << p << " overwritten;";
   INFO(std::string(gemm::gemm_int8_isa) << " m=" << m << " n=" << n << " k=" << k << " layouts " << la << "/" << lb
-                           << (strided_c ? " strided C" : "") << ":" << what.str());
+                                        << (strided_c ? " strided C" : "") << ":" << what.str());
   CHECK(bad == 0);
   return first;
 }

@@ -42,7 +42,7 @@ TEST_CASE("dense over packed weights matches the unpacked product on every tile 
 }
 
 TEST_CASE("packed weights across several reduction blocks and column blocks, double too") {
-  auto x = test::random_tensor({37, 1100}, 1, -1, 1);  // K = 1100: three reduction blocks
+  auto x = test::random_tensor({37, 1100}, 1, -1, 1);    // K = 1100: three reduction blocks
   auto w = test::random_tensor({4200, 1100}, 2, -1, 1);  // N > one column block of the GEMM
   const auto wp = pack(w);
   tensor<float, 2> got({37, 4200});
@@ -95,29 +95,29 @@ TEST_CASE("fused cells over packed weights: sections at panel boundaries and ins
   // shape) and 45: sections start inside panels.
   // Batch 1 and 3 take the direct few-row form, batch 5 the blocked GEMM.
   for (index_t bt : {index_t{1}, index_t{3}, index_t{5}})
-  for (index_t hd : {index_t{64}, index_t{10}, index_t{45}}) {
-    CAPTURE(bt);
-    CAPTURE(hd);
-    const index_t in = 33;
-    auto x = test::random_tensor({bt, in}, 20, -1, 1);
-    auto h = test::random_tensor({bt, hd}, 21, -1, 1);
-    auto c = test::random_tensor({bt, hd}, 22, -2, 2);
-    auto w = test::random_tensor({4 * hd, in + hd}, 23, -0.5, 0.5);
-    auto b = test::random_tensor({4 * hd}, 24, -0.5, 0.5);
-    const auto wp = pack(w);
-    auto xh = concatenate(std::make_tuple(x.view(), h.view()), 1);
-    auto g = split<4>(bias_add(dense(xh, wp), b), 1);
-    auto c_next = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
-    auto h_next = sigmoid(g[3]) * tanh(c_next);
-    tensor<float, 2> hn({bt, hd}), cn({bt, hd});
-    cpu::epilogue_stats = {};
-    eval(outputs(hn, cn), h_next, c_next);
-    CHECK(cpu::epilogue_stats.passes == 1);
-    CHECK(cpu::epilogue_stats.whole_leaves == 0);
-    const tolerance tol{2e-6, 6e-7 * static_cast<double>(in + hd + 1)};
-    expect_matches(cn, reference(c_next), tol, 0, "packed LSTM c'");
-    expect_matches(hn, reference(h_next), tol, 0, "packed LSTM h'");
-  }
+    for (index_t hd : {index_t{64}, index_t{10}, index_t{45}}) {
+      CAPTURE(bt);
+      CAPTURE(hd);
+      const index_t in = 33;
+      auto x = test::random_tensor({bt, in}, 20, -1, 1);
+      auto h = test::random_tensor({bt, hd}, 21, -1, 1);
+      auto c = test::random_tensor({bt, hd}, 22, -2, 2);
+      auto w = test::random_tensor({4 * hd, in + hd}, 23, -0.5, 0.5);
+      auto b = test::random_tensor({4 * hd}, 24, -0.5, 0.5);
+      const auto wp = pack(w);
+      auto xh = concatenate(std::make_tuple(x.view(), h.view()), 1);
+      auto g = split<4>(bias_add(dense(xh, wp), b), 1);
+      auto c_next = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
+      auto h_next = sigmoid(g[3]) * tanh(c_next);
+      tensor<float, 2> hn({bt, hd}), cn({bt, hd});
+      cpu::epilogue_stats = {};
+      eval(outputs(hn, cn), h_next, c_next);
+      CHECK(cpu::epilogue_stats.passes == 1);
+      CHECK(cpu::epilogue_stats.whole_leaves == 0);
+      const tolerance tol{2e-6, 6e-7 * static_cast<double>(in + hd + 1)};
+      expect_matches(cn, reference(c_next), tol, 0, "packed LSTM c'");
+      expect_matches(hn, reference(h_next), tol, 0, "packed LSTM h'");
+    }
 }
 
 // ---- int8 / uint8 weights -------------------------------------------------------------------

@@ -137,7 +137,8 @@ TEST_CASE("layer_norm matches nn.layer_norm") {
 TEST_CASE("reductions inside larger trees") {
   auto x = test::random_tensor({7, 29}, 50);
   check(x - mean(x, 1, keepdims), {1e-6, 1e-6}, 4, "centre");
-  check(exp(x - max(x, -1, keepdims)) / sum(exp(x - max(x, -1, keepdims)), -1, keepdims), {1e-6, 1e-30}, 8, "hand-written softmax");
+  check(exp(x - max(x, -1, keepdims)) / sum(exp(x - max(x, -1, keepdims)), -1, keepdims), {1e-6, 1e-30}, 8,
+        "hand-written softmax");
   // the decomposed layer norm of exported Relay programs (corpus 04)
   auto d = x - mean(x, -1, keepdims);
   auto ln = d / sqrt(mean(power(d, 2.0f), -1, keepdims) + 1e-5f);

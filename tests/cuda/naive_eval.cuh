@@ -30,8 +30,8 @@ struct no_materialize {
 template <class E>
 auto bind_2d(const E& e, index_t rows, index_t cols) {
   no_materialize ctx;
-  return bind::bind<accurate_math_t>(e, bind::affine_map<2, 2>::broadcast(e.shape().array(), index_array<2>{{rows, cols}}),
-                                     ctx);
+  return bind::bind<accurate_math_t>(
+      e, bind::affine_map<2, 2>::broadcast(e.shape().array(), index_array<2>{{rows, cols}}), ctx);
 }
 
 }  // namespace fuse::test::cuda

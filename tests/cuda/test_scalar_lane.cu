@@ -37,11 +37,11 @@
 
 namespace {
 
-#define CUDA_OK(call)                                                                        \
-  do {                                                                                       \
-    const cudaError_t e_ = (call);                                                           \
+#define CUDA_OK(call)                                                                                        \
+  do {                                                                                                       \
+    const cudaError_t e_ = (call);                                                                           \
     const std::string what_ = std::string(#call ": ") + cudaGetErrorName(e_) + " " + cudaGetErrorString(e_); \
-    REQUIRE_MESSAGE(e_ == cudaSuccess, what_);                                               \
+    REQUIRE_MESSAGE(e_ == cudaSuccess, what_);                                                               \
   } while (0)
 
 /// A device buffer of n T's, freed on scope exit.
@@ -53,7 +53,9 @@ struct device_buffer {
   ~device_buffer() { cudaFree(p); }
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
-  void upload(const std::vector<T>& v) { CUDA_OK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+  void upload(const std::vector<T>& v) {
+    CUDA_OK(cudaMemcpy(p, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice));
+  }
   std::vector<T> download() const {
     std::vector<T> v(n);
     CUDA_OK(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
@@ -104,9 +106,10 @@ std::vector<float> test_floats(std::size_t n, std::uint64_t salt) {
   std::uniform_real_distribution<float> u(-20.0f, 20.0f);
   while (v.size() < n) v.push_back(u(g));
   const float inf = std::numeric_limits<float>::infinity();
-  for (float f : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
-                  -std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
-                  -std::numeric_limits<float>::max(), 0.5f, -0.5f, 2.5f, 88.7f, -103.9f, 1e-20f})
+  for (float f :
+       {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::denorm_min(),
+        -std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min(), std::numeric_limits<float>::max(),
+        -std::numeric_limits<float>::max(), 0.5f, -0.5f, 2.5f, 88.7f, -103.9f, 1e-20f})
     v.push_back(f);
   return v;
 }
@@ -164,7 +167,8 @@ void expect_identical(const char* what, std::size_t bad, std::size_t n, const st
     const std::string line = "-fmad=true: " + text;
     MESSAGE(line);
   } else if (!host_runs_device_algorithm) {
-    const std::string line = "host math without fused fma or wide tables (compile with -march=native on AVX-512): " + text;
+    const std::string line =
+        "host math without fused fma or wide tables (compile with -march=native on AVX-512): " + text;
     MESSAGE(line);
   } else {
     CHECK_MESSAGE(bad == 0, text);  // a std::string: doctest streams it
@@ -200,24 +204,27 @@ TEST_CASE("cuda: a GPU is present (this suite is registered only where nvidia-sm
   REQUIRE(n > 0);
   cudaDeviceProp p{};
   CUDA_OK(cudaGetDeviceProperties(&p, 0));
-  const std::string line = "device 0: " + std::string(p.name) + ", sm_" + std::to_string(p.major * 10 + p.minor) + ", " +
-          std::to_string(p.multiProcessorCount) + " SMs, " + std::to_string(p.totalGlobalMem >> 20) + " MiB; host math " +
-          (host_runs_device_algorithm ? "runs the device's algorithm" : "differs from the device's (no fused fma or wide tables)");
+  const std::string line = "device 0: " + std::string(p.name) + ", sm_" + std::to_string(p.major * 10 + p.minor) +
+                           ", " + std::to_string(p.multiProcessorCount) + " SMs, " +
+                           std::to_string(p.totalGlobalMem >> 20) + " MiB; host math " +
+                           (host_runs_device_algorithm ? "runs the device's algorithm"
+                                                       : "differs from the device's (no fused fma or wide tables)");
   MESSAGE(line);
 }
 
 TEST_CASE("cuda: every unary float op's scalar code is bit-identical on the GPU and the CPU") {
   const auto x = test_floats(std::size_t{1} << 22, 1);
   namespace o = fuse::ops;
-  check_unary<fuse::accurate_math_t, o::exp, o::log, o::tanh, o::sigmoid, o::erf, o::rsqrt, o::gelu, o::gelu_tanh, o::sqrt,
-              o::round, o::floor, o::ceil, o::trunc, o::negative, o::abs, o::sign, o::relu>(x);
+  check_unary<fuse::accurate_math_t, o::exp, o::log, o::tanh, o::sigmoid, o::erf, o::rsqrt, o::gelu, o::gelu_tanh,
+              o::sqrt, o::round, o::floor, o::ceil, o::trunc, o::negative, o::abs, o::sign, o::relu>(x);
   check_unary<fuse::fast_math_t, o::exp, o::log, o::tanh, o::sigmoid, o::erf, o::gelu, o::gelu_tanh>(x);
 }
 
 TEST_CASE("cuda: every binary float op's scalar code is bit-identical on the GPU and the CPU") {
   const auto a = test_floats(std::size_t{1} << 21, 2), b = test_floats(std::size_t{1} << 21, 3);
   namespace o = fuse::ops;
-  check_binary<fuse::accurate_math_t, o::add, o::subtract, o::multiply, o::divide, o::power, o::maximum, o::minimum>(a, b);
+  check_binary<fuse::accurate_math_t, o::add, o::subtract, o::multiply, o::divide, o::power, o::maximum, o::minimum>(a,
+                                                                                                                     b);
 }
 
 TEST_CASE("cuda: the seed's fused tree (split, gates, broadcast bias, casts) is bit-identical on the GPU and the CPU") {
@@ -253,8 +260,8 @@ TEST_CASE("cuda: the seed's fused tree (split, gates, broadcast bias, casts) is 
       const std::size_t n = static_cast<std::size_t>(rows * cols);
       device_buffer<T> out(n);
       out.poison();
-      fuse::test::cuda::naive_eval_kernel<<<blocks_for(n), 256>>>(fuse::test::cuda::bind_2d(make(dx.p, dbias.p), rows, cols),
-                                                                 out.p, rows, cols);
+      fuse::test::cuda::naive_eval_kernel<<<blocks_for(n), 256>>>(
+          fuse::test::cuda::bind_2d(make(dx.p, dbias.p), rows, cols), out.p, rows, cols);
       sync_and_check();
       const auto got = out.download();
       auto ev = fuse::test::cuda::bind_2d(make(x.data(), bias.data()), rows, cols);
@@ -264,7 +271,8 @@ TEST_CASE("cuda: the seed's fused tree (split, gates, broadcast bias, casts) is 
         for (fuse::index_t j = 0; j < cols; ++j) {
           fuse::index_t at[2] = {i, j};
           const T want = static_cast<T>(ev.at(at)), have = got[static_cast<std::size_t>(i * cols + j)];
-          const bool same = std::is_floating_point_v<T> ? same_bits(static_cast<float>(have), static_cast<float>(want)) : have == want;
+          const bool same = std::is_floating_point_v<T> ? same_bits(static_cast<float>(have), static_cast<float>(want))
+                                                        : have == want;
           if (!same && bad++ == 0) first = "(" + std::to_string(i) + ", " + std::to_string(j) + ")";
         }
       expect_identical(what, bad, n, first);

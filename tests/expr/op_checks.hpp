@@ -80,4 +80,3 @@ void check_binary(Make make, double lo, double hi, double max_ulps, tolerance to
 }
 
 }  // namespace fuse::test::ops
-

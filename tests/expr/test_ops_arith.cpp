@@ -9,21 +9,44 @@ using fuse::test::tolerance;
 
 TEST_CASE_TEMPLATE_DEFINE("arithmetic ops on every numeric dtype", T, arithmetic) {
   const double lo = is_integer_dtype<T> ? -1e9 : -50, hi = is_integer_dtype<T> ? 1e9 : 50;
-  SUBCASE("add") { check_binary<T>([](auto&& a, auto&& b) { return a + b; }, lo, hi, op_ulps<T>(0.5), {}, true, true); }
-  SUBCASE("subtract") { check_binary<T>([](auto&& a, auto&& b) { return a - b; }, lo, hi, op_ulps<T>(0.5)); }
-  SUBCASE("multiply") { check_binary<T>([](auto&& a, auto&& b) { return a * b; }, lo, hi, op_ulps<T>(0.5)); }
-  SUBCASE("divide") { check_binary<T>([](auto&& a, auto&& b) { return a / b; }, lo, hi, op_ulps<T>(0.5)); }
-  SUBCASE("maximum") { check_binary<T>([](auto&& a, auto&& b) { return maximum(a, b); }, lo, hi, 0, {}, true, true); }
-  SUBCASE("minimum") { check_binary<T>([](auto&& a, auto&& b) { return minimum(a, b); }, lo, hi, 0); }
+  SUBCASE("add") {
+    check_binary<T>([](auto&& a, auto&& b) { return a + b; }, lo, hi, op_ulps<T>(0.5), {}, true, true);
+  }
+  SUBCASE("subtract") {
+    check_binary<T>([](auto&& a, auto&& b) { return a - b; }, lo, hi, op_ulps<T>(0.5));
+  }
+  SUBCASE("multiply") {
+    check_binary<T>([](auto&& a, auto&& b) { return a * b; }, lo, hi, op_ulps<T>(0.5));
+  }
+  SUBCASE("divide") {
+    check_binary<T>([](auto&& a, auto&& b) { return a / b; }, lo, hi, op_ulps<T>(0.5));
+  }
+  SUBCASE("maximum") {
+    check_binary<T>([](auto&& a, auto&& b) { return maximum(a, b); }, lo, hi, 0, {}, true, true);
+  }
+  SUBCASE("minimum") {
+    check_binary<T>([](auto&& a, auto&& b) { return minimum(a, b); }, lo, hi, 0);
+  }
   SUBCASE("power") {
-    if constexpr (is_integer_dtype<T>) check_binary<T>([](auto&& a, auto&& b) { return power(a, b); }, -6, 6, 0, {}, false);
+    if constexpr (is_integer_dtype<T>)
+      check_binary<T>([](auto&& a, auto&& b) { return power(a, b); }, -6, 6, 0, {}, false);
     else check_binary<T>([](auto&& a, auto&& b) { return power(a, b); }, 0, 4, op_ulps<T>(0.5));
   }
-  SUBCASE("negative") { check_unary<T>([](auto&& a) { return -a; }, lo, hi, 0); }
-  SUBCASE("abs") { check_unary<T>([](auto&& a) { return abs(a); }, lo, hi, 0); }
-  SUBCASE("sign") { check_unary<T>([](auto&& a) { return sign(a); }, lo, hi, 0); }
-  SUBCASE("nn.relu") { check_unary<T>([](auto&& a) { return relu(a); }, lo, hi, 0); }
-  SUBCASE("clip") { check_unary<T>([](auto&& a) { return clip(a, -20.5, 100.25); }, lo, hi, 0); }
+  SUBCASE("negative") {
+    check_unary<T>([](auto&& a) { return -a; }, lo, hi, 0);
+  }
+  SUBCASE("abs") {
+    check_unary<T>([](auto&& a) { return abs(a); }, lo, hi, 0);
+  }
+  SUBCASE("sign") {
+    check_unary<T>([](auto&& a) { return sign(a); }, lo, hi, 0);
+  }
+  SUBCASE("nn.relu") {
+    check_unary<T>([](auto&& a) { return relu(a); }, lo, hi, 0);
+  }
+  SUBCASE("clip") {
+    check_unary<T>([](auto&& a) { return clip(a, -20.5, 100.25); }, lo, hi, 0);
+  }
   SUBCASE("scalar operands adopt the dtype") {
     // Terms reach ~70 and cancel: allow float32 rounding of the terms, absolutely.
     const tolerance tol = std::is_same_v<T, float> ? tolerance{1e-6, 70 * 3e-7} : tolerance{};
@@ -32,7 +55,6 @@ TEST_CASE_TEMPLATE_DEFINE("arithmetic ops on every numeric dtype", T, arithmetic
 }
 TEST_CASE_TEMPLATE_APPLY(arithmetic, all_dtypes);
 
-
 // Shifts: the value over its whole range (edges sprinkled), the amount over [-3, bits + 3] so
 // that every in-range amount and the out-of-range ones on both sides occur; a scalar amount, a
 // broadcast column of amounts and a reversed transposed view. Checked against hand-written
@@ -40,7 +62,8 @@ TEST_CASE_TEMPLATE_APPLY(arithmetic, all_dtypes);
 TEST_CASE_TEMPLATE_DEFINE("right_shift and left_shift on every integer dtype", T, shifts) {
   auto g = fuse::test::rng(sizeof(T) * 31 + 5);
   const double bits = 8.0 * sizeof(T);
-  const double lo = static_cast<double>(std::numeric_limits<T>::lowest()), hi = static_cast<double>(std::numeric_limits<T>::max());
+  const double lo = static_cast<double>(std::numeric_limits<T>::lowest()),
+               hi = static_cast<double>(std::numeric_limits<T>::max());
   for (index_t n : fuse::test::odd_sizes) {
     CAPTURE(n);
     tensor<T, 1> a({n}), b({n}), out({n});
@@ -76,8 +99,14 @@ TEST_CASE_TEMPLATE_DEFINE("right_shift and left_shift on every integer dtype", T
                        std::is_signed_v<T> ? T(0) : T(0)};
   for (int k = 0; k < 6; ++k) CHECK_MESSAGE(r.data()[k] == want_r[k], "right_shift element " << k);
   eval(r, left_shift(x, s));
-  const T want_l[6] = {static_cast<T>(static_cast<std::make_unsigned_t<T>>(neg) << 1), static_cast<T>(std::is_signed_v<T> || (neg & 1) ? std::numeric_limits<std::make_unsigned_t<T>>::max() / 2 + 1 : 0),
-                       T(0), T(0), T(1), T(0)};
+  const T want_l[6] = {
+      static_cast<T>(static_cast<std::make_unsigned_t<T>>(neg) << 1),
+      static_cast<T>(std::is_signed_v<T> || (neg & 1) ? std::numeric_limits<std::make_unsigned_t<T>>::max() / 2 + 1
+                                                      : 0),
+      T(0),
+      T(0),
+      T(1),
+      T(0)};
   for (int k = 0; k < 6; ++k) CHECK_MESSAGE(r.data()[k] == want_l[k], "left_shift element " << k);
 }
 TEST_CASE_TEMPLATE_APPLY(shifts, std::tuple<std::int8_t, std::uint8_t, std::int32_t, std::int64_t>);

@@ -85,9 +85,11 @@ void check_casts_from(std::tuple<To...>*) {
 }  // namespace
 
 TEST_CASE_TEMPLATE_DEFINE("cast between every pair of dtypes", From, casts) {
-  check_casts_from<From>(static_cast<std::tuple<float, double, half, bfloat16, std::int8_t, std::uint8_t, std::int32_t, std::int64_t, bool>*>(nullptr));
+  check_casts_from<From>(static_cast<std::tuple<float, double, half, bfloat16, std::int8_t, std::uint8_t, std::int32_t,
+                                                std::int64_t, bool>*>(nullptr));
 }
-TEST_CASE_TEMPLATE_APPLY(casts, std::tuple<float, double, half, bfloat16, std::int8_t, std::uint8_t, std::int32_t, std::int64_t, bool>);
+TEST_CASE_TEMPLATE_APPLY(
+    casts, std::tuple<float, double, half, bfloat16, std::int8_t, std::uint8_t, std::int32_t, std::int64_t, bool>);
 
 TEST_CASE("cast rules at the edges") {
   tensor<float, 1> f({6});

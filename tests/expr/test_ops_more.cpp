@@ -33,9 +33,12 @@ void check_against_model(Make make, Model model, double lo, double hi) {
       const C x = to_compute<T>(a(i)), y = to_compute<T>(b(n - 1 - i));
       const T want = T(model(x, y));
       const T got = out(i);
-      const bool same = std::memcmp(&want, &got, sizeof(T)) == 0 ||
-                        (is_floating_dtype<T> && std::isnan(double(to_compute<T>(want))) && std::isnan(double(to_compute<T>(got))));
-      if (!same && bad++ < 4) FAIL_CHECK("at " << i << ": op(" << double(x) << ", " << double(y) << ") = " << double(to_compute<T>(got)) << ", not " << double(to_compute<T>(want)));
+      const bool same =
+          std::memcmp(&want, &got, sizeof(T)) == 0 ||
+          (is_floating_dtype<T> && std::isnan(double(to_compute<T>(want))) && std::isnan(double(to_compute<T>(got))));
+      if (!same && bad++ < 4)
+        FAIL_CHECK("at " << i << ": op(" << double(x) << ", " << double(y) << ") = " << double(to_compute<T>(got))
+                         << ", not " << double(to_compute<T>(want)));
     }
     CHECK(bad == 0);
   }
@@ -122,7 +125,8 @@ TEST_CASE_TEMPLATE_APPLY(classify, std::tuple<float, double, half, bfloat16>);
 TEST_CASE_TEMPLATE_DEFINE("floor_divide, floor_mod, trunc_divide, trunc_mod on every numeric dtype", T, division) {
   if constexpr (is_integer_dtype<T>) {
     // Exact: floor or truncation of the quotient; x / 0 = 0, x mod 0 = 0, MIN / -1 wraps to MIN.
-    const double lo = std::max(-1000.0, double(std::numeric_limits<T>::lowest())), hi = std::min(1000.0, double(std::numeric_limits<T>::max()));
+    const double lo = std::max(-1000.0, double(std::numeric_limits<T>::lowest())),
+                 hi = std::min(1000.0, double(std::numeric_limits<T>::max()));
     // (trunc_divide shares divide's integer code; trunc_mod is checked on the values below.)
     check_binary<T>([](auto&& a, auto&& b) { return floor_divide(a, b); }, lo, hi, 0);
     check_binary<T>([](auto&& a, auto&& b) { return floor_mod(a, b); }, lo, hi, 0);
@@ -144,11 +148,14 @@ TEST_CASE_TEMPLATE_DEFINE("floor_divide, floor_mod, trunc_divide, trunc_mod on e
     // Floats: TVM's formulas in the compute type: floor(a / b), a - floor(a / b) b (one FMA),
     // trunc(a / b), fmod(a, b) (exact).
     using C = compute_t<T>;
-    check_against_model<T>([](auto&& a, auto&& b) { return floor_divide(a, b); }, [](C a, C b) { return std::floor(a / b); }, -50, 50);
+    check_against_model<T>([](auto&& a, auto&& b) { return floor_divide(a, b); },
+                           [](C a, C b) { return std::floor(a / b); }, -50, 50);
     check_against_model<T>([](auto&& a, auto&& b) { return floor_mod(a, b); },
                            [](C a, C b) { return std::fma(-std::floor(a / b), b, a); }, -50, 50);
-    check_against_model<T>([](auto&& a, auto&& b) { return trunc_divide(a, b); }, [](C a, C b) { return std::trunc(a / b); }, -50, 50);
-    check_against_model<T>([](auto&& a, auto&& b) { return trunc_mod(a, b); }, [](C a, C b) { return std::fmod(a, b); }, -50, 50);
+    check_against_model<T>([](auto&& a, auto&& b) { return trunc_divide(a, b); },
+                           [](C a, C b) { return std::trunc(a / b); }, -50, 50);
+    check_against_model<T>([](auto&& a, auto&& b) { return trunc_mod(a, b); }, [](C a, C b) { return std::fmod(a, b); },
+                           -50, 50);
   }
 }
 TEST_CASE_TEMPLATE_APPLY(division, all_dtypes);

@@ -12,7 +12,6 @@ using fuse::test::expect_matches;
 
 namespace {
 
-
 /// Evaluates e into a fresh tensor and checks it against the reference; `abs` allows for the
 /// float32 rounding of terms that cancel.
 template <class E>
@@ -180,10 +179,10 @@ TEST_CASE("take with clip and wrap, along an axis and flattened") {
 TEST_CASE("views compose and still fuse: split of reshape of transpose of concatenate") {
   auto a = test::random_tensor<float>({6, 4, 5}, 15);
   auto b = test::random_tensor<float>({6, 4, 3}, 16);
-  auto cat = concatenate(std::tie(a, b), 2);      // (6, 4, 8)
-  auto tr = transpose(cat, {1, 0, 2});               // (4, 6, 8)
-  auto rs = reshape(tr, {4, 48});                    // (4, 48)
-  auto parts = split<3>(rs, 1);                      // 3 x (4, 16)
+  auto cat = concatenate(std::tie(a, b), 2);  // (6, 4, 8)
+  auto tr = transpose(cat, {1, 0, 2});        // (4, 6, 8)
+  auto rs = reshape(tr, {4, 48});             // (4, 48)
+  auto parts = split<3>(rs, 1);               // 3 x (4, 16)
   auto e = sigmoid(parts[0]) + tanh(parts[1]) * exp(parts[2] * 0.25f);
   check(e, 4, "composed", 20 * 3e-7);
   // and the seed's attention reshapes: split, squeeze, reshape, transpose, reshape, quantize
@@ -206,8 +205,8 @@ TEST_CASE("writing through views: into a transposed view, a slice and a reshape"
   tensor<float, 1> flat({35});
   eval(reshape(flat.view(), {5, 7}), a);
   CHECK(flat(15) == a(2, 1));
-  CHECK_THROWS_WITH_AS(eval(reshape(transpose(out.view()), {35}), reshape(a, {35})), doctest::Contains("cannot be expressed with strides"),
-                       shape_error);
+  CHECK_THROWS_WITH_AS(eval(reshape(transpose(out.view()), {35}), reshape(a, {35})),
+                       doctest::Contains("cannot be expressed with strides"), shape_error);
 }
 
 TEST_CASE("shape errors name the op and both shapes") {
@@ -215,7 +214,8 @@ TEST_CASE("shape errors name the op and both shapes") {
   CHECK(message_of([&] { (void)(a + b); }) == "add: shapes (2, 3) and (4, 5) do not broadcast");
   CHECK(message_of([&] { (void)where(a > 0, a, b); }) == "where: shapes (2, 3), (2, 3) and (4, 5) do not broadcast");
   tensor<float, 2> out({3, 3});
-  CHECK(message_of([&] { eval(out, a * 2.0f); }) == "eval: the expression of shape (2, 3) does not fit the output of shape (3, 3)");
+  CHECK(message_of([&] { eval(out, a * 2.0f); }) ==
+        "eval: the expression of shape (2, 3) does not fit the output of shape (3, 3)");
   CHECK(message_of([&] { (void)tensor<float, 2>({1, 2, 3}); }) == "tensor: 3 values given for rank 2");
   CHECK(message_of([&] { (void)clip(a, 2, 1); }).find("clip: a_min") == 0);
 }

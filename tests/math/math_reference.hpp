@@ -32,12 +32,11 @@ inline double ulp_error(float got, double ref) {
   if (ref != ref) return got != got ? 0.0 : std::numeric_limits<double>::infinity();
   if (got != got) return std::numeric_limits<double>::infinity();
   const float rounded = static_cast<float>(ref);  // correctly rounded (overflow -> inf)
-  if (std::isinf(rounded) || std::isinf(got))
-    return got == rounded ? 0.0 : std::numeric_limits<double>::infinity();
+  if (std::isinf(rounded) || std::isinf(got)) return got == rounded ? 0.0 : std::numeric_limits<double>::infinity();
   std::uint64_t b;
   std::memcpy(&b, &ref, 8);
   int binade = static_cast<int>((b >> 52) & 0x7ff) - 1023;  // floor(log2 |ref|) for normal doubles
-  if (binade < -126) binade = -126;                          // the subnormal float spacing
+  if (binade < -126) binade = -126;                         // the subnormal float spacing
   const std::uint64_t ulp_bits = static_cast<std::uint64_t>(binade - 23 + 1023) << 52;
   double ulp;
   std::memcpy(&ulp, &ulp_bits, 8);

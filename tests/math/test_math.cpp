@@ -32,24 +32,90 @@ constexpr float inf = std::numeric_limits<float>::infinity();
 
 /// Every value the issue and the design call out, their float neighbours, and the classics.
 std::vector<float> edge_inputs() {
-  std::vector<float> v = {
-      0.0f, -0.0f, inf, -inf, 1.0f, -1.0f, 0.5f, -0.5f, 2.0f, -2.0f,
-      std::numeric_limits<float>::min(), -std::numeric_limits<float>::min(),
-      std::numeric_limits<float>::denorm_min(), -std::numeric_limits<float>::denorm_min(),
-      float_of_bits(0x007fffffu), float_of_bits(0x807fffffu),  // largest subnormals
-      float_of_bits(0x00012345u), float_of_bits(0x3f800001u), float_of_bits(0x3f7fffffu),
-      std::numeric_limits<float>::max(), -std::numeric_limits<float>::max(), 1e30f, -1e30f,
-      0x1.62e42ep+6f,  // 88.7228317: the largest x with e^x finite
-      0x1.62e430p+6f,  // 88.7228394: the first x with e^x = inf
-      88.376f, 88.3763f, 89.0f, 100.0f, -87.33f, -87.3365f, -88.0f, -88.3763f, -88.7f,
-      -100.0f, -103.972f, -103.973f, -103.98f, -104.0f, -105.0f, -150.0f,
-      9.0109f, 9.02f, -9.0109f, 8.3f, 8.9f, 17.33f, 17.4f, 17.5f, -17.4f, -17.5f, 3.9192f, 3.92f,
-      -3.92f, 10.05f, 10.06f, 10.1f, -10.1f, 26.0f, 1e-20f, -1e-20f, 1e-8f, -1e-8f, 1e-4f, 0.3f,
-      0.35f, 0.625f, 0.3125f, 1.125f, 0.5625f, 0x1.04p-2f, 0x1.5p-1f, 0.693147f, -0.693147f,
-      -17.0f, 6.0f, -6.0f, 20.0f, -20.0f, 40.0f, -40.0f};
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          inf,
+                          -inf,
+                          1.0f,
+                          -1.0f,
+                          0.5f,
+                          -0.5f,
+                          2.0f,
+                          -2.0f,
+                          std::numeric_limits<float>::min(),
+                          -std::numeric_limits<float>::min(),
+                          std::numeric_limits<float>::denorm_min(),
+                          -std::numeric_limits<float>::denorm_min(),
+                          float_of_bits(0x007fffffu),
+                          float_of_bits(0x807fffffu),  // largest subnormals
+                          float_of_bits(0x00012345u),
+                          float_of_bits(0x3f800001u),
+                          float_of_bits(0x3f7fffffu),
+                          std::numeric_limits<float>::max(),
+                          -std::numeric_limits<float>::max(),
+                          1e30f,
+                          -1e30f,
+                          0x1.62e42ep+6f,  // 88.7228317: the largest x with e^x finite
+                          0x1.62e430p+6f,  // 88.7228394: the first x with e^x = inf
+                          88.376f,
+                          88.3763f,
+                          89.0f,
+                          100.0f,
+                          -87.33f,
+                          -87.3365f,
+                          -88.0f,
+                          -88.3763f,
+                          -88.7f,
+                          -100.0f,
+                          -103.972f,
+                          -103.973f,
+                          -103.98f,
+                          -104.0f,
+                          -105.0f,
+                          -150.0f,
+                          9.0109f,
+                          9.02f,
+                          -9.0109f,
+                          8.3f,
+                          8.9f,
+                          17.33f,
+                          17.4f,
+                          17.5f,
+                          -17.4f,
+                          -17.5f,
+                          3.9192f,
+                          3.92f,
+                          -3.92f,
+                          10.05f,
+                          10.06f,
+                          10.1f,
+                          -10.1f,
+                          26.0f,
+                          1e-20f,
+                          -1e-20f,
+                          1e-8f,
+                          -1e-8f,
+                          1e-4f,
+                          0.3f,
+                          0.35f,
+                          0.625f,
+                          0.3125f,
+                          1.125f,
+                          0.5625f,
+                          0x1.04p-2f,
+                          0x1.5p-1f,
+                          0.693147f,
+                          -0.693147f,
+                          -17.0f,
+                          6.0f,
+                          -6.0f,
+                          20.0f,
+                          -20.0f,
+                          40.0f,
+                          -40.0f};
   // NaNs with payloads, quiet and signalling, both signs.
-  for (std::uint32_t bits : {0x7fc00000u, 0xffc00000u, 0x7fc12345u, 0xffc54321u, 0x7f800001u,
-                             0xff800001u, 0x7fbfffffu, 0x7fffffffu})
+  for (std::uint32_t bits :
+       {0x7fc00000u, 0xffc00000u, 0x7fc12345u, 0xffc54321u, 0x7f800001u, 0xff800001u, 0x7fbfffffu, 0x7fffffffu})
     v.push_back(float_of_bits(bits));
   const std::size_t n = v.size();
   for (std::size_t i = 0; i < n; ++i) {
@@ -126,9 +192,9 @@ void check_accuracy(fn f) {
     if (e > worst.ulp) worst = {e, x, y, worst.over};
   }
   std::ostringstream msg;
-  msg << fuse::test::name(f) << (std::is_same_v<Mode, fast> ? " (fast)" : " (accurate)") << ": max "
-      << worst.ulp << " ULP at x = " << std::hexfloat << worst.x << " -> " << worst.y
-      << std::defaultfloat << " over " << xs.size() << " inputs; first edge failure: " << first_edge;
+  msg << fuse::test::name(f) << (std::is_same_v<Mode, fast> ? " (fast)" : " (accurate)") << ": max " << worst.ulp
+      << " ULP at x = " << std::hexfloat << worst.x << " -> " << worst.y << std::defaultfloat << " over " << xs.size()
+      << " inputs; first edge failure: " << first_edge;
   INFO(msg.str());
   CHECK(worst.over == 0);
   CHECK(worst.ulp <= bound);
@@ -151,9 +217,9 @@ void check_lanes_match_scalar(fn f, const char* arch) {
     }
   }
   std::ostringstream msg;
-  msg << fuse::test::name(f) << (std::is_same_v<Mode, fast> ? " (fast)" : " (accurate)") << " on "
-      << arch << ": " << mismatches << " lanes differ; first x = " << std::hexfloat << first
-      << ": scalar " << scalar_y << ", SIMD " << simd_y;
+  msg << fuse::test::name(f) << (std::is_same_v<Mode, fast> ? " (fast)" : " (accurate)") << " on " << arch << ": "
+      << mismatches << " lanes differ; first x = " << std::hexfloat << first << ": scalar " << scalar_y << ", SIMD "
+      << simd_y;
   INFO(msg.str());
   CHECK(mismatches == 0);
 }
@@ -183,8 +249,7 @@ TEST_CASE("math: the ULP measure") {
   CHECK(std::isinf(fuse::test::ulp_error(inf, 3.0e38)));
   CHECK(std::isinf(fuse::test::ulp_error(1.0f, std::nan(""))));
   // A deliberately bad function is caught by the same checks the real ones pass.
-  CHECK(fuse::test::ulp_error(std::nextafter(std::nextafter(std::nextafter(0.5f, 1.0f), 1.0f), 1.0f),
-                              0.5) > 2.0);
+  CHECK(fuse::test::ulp_error(std::nextafter(std::nextafter(std::nextafter(0.5f, 1.0f), 1.0f), 1.0f), 0.5) > 2.0);
   CHECK(fuse::test::edge_violation(fn::tanh, inf, 0.99999994f, 1.0) != nullptr);
   CHECK(fuse::test::edge_violation(fn::sigmoid, -100.0f, -1e-45f, 3.7e-44) != nullptr);
   CHECK(fuse::test::edge_violation(fn::exp, std::nanf(""), 1.0f, std::nan("")) != nullptr);
@@ -247,7 +312,7 @@ TEST_CASE("math: the values the issue names") {
   CHECK(fm::erf(-inf) == -1.0f);
   CHECK(fm::erfc(-inf) == 2.0f);
   CHECK(fm::erfc(inf) == 0.0f);
-  CHECK(fuse::test::ulp_error(fm::erfc(9.5f), std::erfc(9.5)) <= 2.0);   // subnormal result
+  CHECK(fuse::test::ulp_error(fm::erfc(9.5f), std::erfc(9.5)) <= 2.0);  // subnormal result
   CHECK(fuse::test::ulp_error(fm::erfc(5.0f), std::erfc(5.0)) <= 2.0);
   CHECK(fuse::test::ulp_error(fm::erfc(-3.0f), std::erfc(-3.0)) <= 2.0);
   CHECK(fm::erfc(10.1f) == 0.0f);
@@ -266,8 +331,8 @@ float tvm_fast_exp(float x) {
   const float xc = std::max(std::min(x, 88.3762626647950f), -88.3762626647949f);
   const float n = std::floor(std::fma(xc, 1.44269504088896341f, 0.5f));
   const float f = std::fma(-n, 0.6931471805599453f, xc);
-  const float p[6] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f, 4.1665795894E-2f, 1.6666665459E-1f,
-                      5.0000001201E-1f};
+  const float p[6] = {1.9875691500E-4f, 1.3981999507E-3f, 8.3334519073E-3f,
+                      4.1665795894E-2f, 1.6666665459E-1f, 5.0000001201E-1f};
   float y = p[0];
   for (int i = 1; i < 6; ++i) y = std::fma(y, f, p[i]);
   y = std::fma(y * f, f, f) + 1;
@@ -282,13 +347,15 @@ float tvm_rational(float x, float clamp, const std::vector<float>& odd, const st
   return std::isnan(x) ? x : xc * p / q;
 }
 float tvm_fast_tanh(float x) {
-  return tvm_rational(x, 9, {4.89352455891786e-03f, 6.37261928875436e-04f, 1.48572235717979e-05f, 5.12229709037114e-08f,
-                             -8.60467152213735e-11f, 2.00018790482477e-13f, -2.76076847742355e-16f},
+  return tvm_rational(x, 9,
+                      {4.89352455891786e-03f, 6.37261928875436e-04f, 1.48572235717979e-05f, 5.12229709037114e-08f,
+                       -8.60467152213735e-11f, 2.00018790482477e-13f, -2.76076847742355e-16f},
                       {4.89352518554385e-03f, 2.26843463243900e-03f, 1.18534705686654e-04f, 1.19825839466702e-06f});
 }
 float tvm_fast_erf(float x) {
-  return tvm_rational(x, 4, {-1.60960333262415e-02f, -2.95459980854025e-03f, -7.34990630326855e-04f, -5.69250639462346e-05f,
-                             -2.10102402082508e-06f, 2.77068142495902e-08f, -2.72614225801306e-10f},
+  return tvm_rational(x, 4,
+                      {-1.60960333262415e-02f, -2.95459980854025e-03f, -7.34990630326855e-04f, -5.69250639462346e-05f,
+                       -2.10102402082508e-06f, 2.77068142495902e-08f, -2.72614225801306e-10f},
                       {-1.42647390514189e-02f, -7.37332916720468e-03f, -1.68282697438203e-03f, -2.13374055278905e-04f,
                        -1.45660718464996e-05f});
 }

@@ -35,13 +35,15 @@ inline relay::check_options model_check_options(const std::string& name) {
   o.cxx = FUSE_RELAY_CXX;
   o.flags = FUSE_RELAY_CXX_FLAGS;
 #else
-  const std::filesystem::path include = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "include";
+  const std::filesystem::path include =
+      std::filesystem::path(__FILE__).parent_path().parent_path().parent_path() / "include";
   if (!std::filesystem::exists(include / "fuse" / "fuse.hpp")) return o;
   o.cxx = "c++";
   o.flags = "-std=c++20 -O1 -ffp-contract=off -I" + include.string();
 #endif
   o.seed = base_seed() % 1000000 + 1;
-  o.workdir = (std::filesystem::temp_directory_path() / ("fuse_relay_check_" + std::to_string(base_seed())) / name).string();
+  o.workdir =
+      (std::filesystem::temp_directory_path() / ("fuse_relay_check_" + std::to_string(base_seed())) / name).string();
   return o;
 }
 
@@ -57,8 +59,8 @@ inline relay::check_report check_compiled(relay::module& m, const std::string& n
   const relay::check_report r = relay::check_model(m, name + ".relay", o);
   CHECK_MESSAGE(r.ok, name << ": " << r.detail << "\n" << relay::print(m));
   CHECK(r.live > min_live);
-  MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err << " rounded_differing=" << r.differing << " live=" << r.live
-               << " input_scale=" << relay::check_detail::scales_text(r.input_scales));
+  MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err << " rounded_differing=" << r.differing
+               << " live=" << r.live << " input_scale=" << relay::check_detail::scales_text(r.input_scales));
   if (r.ok) std::filesystem::remove_all(o.workdir);
   return r;
 }

@@ -74,8 +74,11 @@ inline std::string restore_ty_comments(std::string s) {
 /// programs write it (graph normal form, projections bound), at batch `batch`.
 inline std::string seed_cell_relay(int batch = 1) {
   const std::string b = std::to_string(batch);
-  return "def @main(%x: Tensor[(" + b + ", 10), float32], %w: Tensor[(30, 10), float32]) {\n"
-         "  %0 = nn.dense(%x, %w, units=None) /* ty=Tensor[(" + b + ", 30), float32] */;\n"
+  return "def @main(%x: Tensor[(" + b +
+         ", 10), float32], %w: Tensor[(30, 10), float32]) {\n"
+         "  %0 = nn.dense(%x, %w, units=None) /* ty=Tensor[(" +
+         b +
+         ", 30), float32] */;\n"
          "  %1 = split(%0, indices_or_sections=3, axis=1);\n"
          "  %2 = %1.0;\n  %3 = sigmoid(%2);\n  %4 = %1.1;\n  %5 = tanh(%4);\n  %6 = %1.2;\n  %7 = exp(%6);\n"
          "  %8 = multiply(%5, %7);\n  add(%3, %8)\n}\n";
@@ -104,7 +107,8 @@ inline std::string wrap_binding_block(const std::string& t, const std::vector<st
     const std::string lhs = name_at(code, 0);
     for (std::size_t p = code.find('%', 1); p != std::string::npos; p = code.find('%', p + 1)) {
       const std::string n = name_at(code, p);
-      if (std::find(defined.begin(), defined.end(), n) == defined.end() && std::find(params.begin(), params.end(), n) == params.end())
+      if (std::find(defined.begin(), defined.end(), n) == defined.end() &&
+          std::find(params.begin(), params.end(), n) == params.end())
         params.push_back(n);
     }
     defined.push_back(lhs);

@@ -221,7 +221,8 @@ def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(3, 4), float32]) {
 
 TEST_CASE("planner: a 1000-op elementwise chain is cut into trees the compiler can take") {
   std::string text = "def @main(%x: Tensor[(8), float32]) {\n  %0 = negative(%x);\n";
-  for (int i = 1; i < 1000; ++i) text += "  %" + std::to_string(i) + " = " + (i % 2 ? "exp" : "negative") + "(%" + std::to_string(i - 1) + ");\n";
+  for (int i = 1; i < 1000; ++i)
+    text += "  %" + std::to_string(i) + " = " + (i % 2 ? "exp" : "negative") + "(%" + std::to_string(i - 1) + ");\n";
   text += "  %999\n}\n";
   module m = parse("chain.relay", text);
   const plan p = plan_of(m);
@@ -239,17 +240,22 @@ TEST_CASE("emitter: header shape, packed constant weights, constants without dat
     const float v = 0.25f * static_cast<float>(i) - 0.5f;
     std::memcpy(w.bytes.data() + 4 * i, &v, 4);
   }
-  const std::string meta = R"({"root": 1, "nodes": [{"type_key": ""}, {"type_key": "Map", "keys": ["relay.Constant"], "data": [2]},
+  const std::string meta =
+      R"({"root": 1, "nodes": [{"type_key": ""}, {"type_key": "Map", "keys": ["relay.Constant"], "data": [2]},
     {"type_key": "Array", "data": [3]}, {"type_key": "relay.Constant", "attrs": {"data": "0", "span": "0"}}],
-    "b64ndarrays": [")" + encode_ndarray_base64(w) + R"("], "attrs": {"tvm_version": "0.19.0"}})";
-  const std::string text = "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(4, 2), float32]) {\n"
-                           "  %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 2), float32] */);\n"
-                           "  add(%0, meta[relay.Constant][1] /* ty=Tensor[(3), float32] */)\n}\n#[metadata]\n" + meta;
+    "b64ndarrays": [")" +
+      encode_ndarray_base64(w) + R"("], "attrs": {"tvm_version": "0.19.0"}})";
+  const std::string text =
+      "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(4, 2), float32]) {\n"
+      "  %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 2), float32] */);\n"
+      "  add(%0, meta[relay.Constant][1] /* ty=Tensor[(3), float32] */)\n}\n#[metadata]\n" +
+      meta;
   // meta[relay.Constant][1] is past the table: the parser rejects it.
   CHECK_THROWS_AS(parse("m.relay", text), error);
-  const std::string text2 = "def @main(%x: Tensor[(4, 2), float32]) {\n"
-                            "  %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 2), float32] */);\n"
-                            "  add(%0, meta[relay.Constant][1] /* ty=Tensor[(3), float32] */)\n}\n";
+  const std::string text2 =
+      "def @main(%x: Tensor[(4, 2), float32]) {\n"
+      "  %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 2), float32] */);\n"
+      "  add(%0, meta[relay.Constant][1] /* ty=Tensor[(3), float32] */)\n}\n";
   module m = parse("m.relay", text2);  // print(mod) output: no metadata, constants become inputs
   const plan p = plan_of(m);
   const emitted e = emit_header(m, p, "demo", "m.relay");
@@ -259,8 +265,10 @@ TEST_CASE("emitter: header shape, packed constant weights, constants without dat
   CHECK(e.header.find("#include <fuse/fuse.hpp>") != std::string::npos);
   CHECK(e.header.find("namespace demo {") != std::string::npos);
   CHECK(e.header.find("// kernel 0: nn.dense add") != std::string::npos);
-  module m2 = parse("m.relay", "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(4, 2), float32]) {\n"
-                               "  nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 2), float32] */)\n}\n#[metadata]\n" + meta);
+  module m2 = parse("m.relay",
+                    "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(4, 2), float32]) {\n"
+                    "  nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 2), float32] */)\n}\n#[metadata]\n" +
+                        meta);
   const plan p2 = plan_of(m2);
   const emitted e2 = emit_header(m2, p2, "demo", "m.relay");
   CHECK(e2.inputs.size() == 1);
@@ -276,12 +284,13 @@ struct checked_run {
   std::string out, err;
 };
 checked_run check_program(const std::string& name, const std::string& text, const std::string& extra = "") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_relay_emit_" + std::to_string(fuse::test::base_seed()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_emit_" + std::to_string(fuse::test::base_seed()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / (name + ".relay")) << text;
   const std::string cmd = std::string(FUSE_RELAY_TOOL) + " check " + (dir / (name + ".relay")).string() + " --seed " +
-                          std::to_string(fuse::test::base_seed() % 1000000) + " " + extra + " > " + (dir / "out.txt").string() +
-                          " 2> " + (dir / "err.txt").string();
+                          std::to_string(fuse::test::base_seed() % 1000000) + " " + extra + " > " +
+                          (dir / "out.txt").string() + " 2> " + (dir / "err.txt").string();
   const int raw = std::system(cmd.c_str());
   auto read = [&](const char* f) {
     std::ifstream in(dir / f);
@@ -349,16 +358,17 @@ TEST_CASE("check: the library runs no command itself") {
 }
 
 TEST_CASE("fuse-relay check: generated headers compile, run and match the interpreter") {
-  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{{"seed_cell", seed_cell},
-                                                                                    {"lstm_cell", lstm_cell},
-                                                                                    {"norm_then_dense", norm_then_dense},
-                                                                                    {"int8_chain", int8_chain},
-                                                                                    {"attention", attention},
-                                                                                    {"returned_twice", returned_twice},
-                                                                                    {"result_read_by_result", result_read_by_result},
-                                                                                    {"shifts", shifts},
-                                                                                    {"opposite_magnitudes", opposite_magnitudes},
-                                                                                    {"every_op", every_op_program()}}) {
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{{"seed_cell", seed_cell},
+                                                        {"lstm_cell", lstm_cell},
+                                                        {"norm_then_dense", norm_then_dense},
+                                                        {"int8_chain", int8_chain},
+                                                        {"attention", attention},
+                                                        {"returned_twice", returned_twice},
+                                                        {"result_read_by_result", result_read_by_result},
+                                                        {"shifts", shifts},
+                                                        {"opposite_magnitudes", opposite_magnitudes},
+                                                        {"every_op", every_op_program()}}) {
     CAPTURE(name);
     const checked_run r = check_program(name, text);
     INFO(r.out << r.err);
@@ -367,7 +377,8 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
     CHECK(r.out.find("live=0.0%") == std::string::npos);  // the random inputs exercise the program
     if (name == "opposite_magnitudes") {
       // %a below 0.127 (0.1 or 0.01), %b at 1000.
-      const bool per_input = r.out.find("input_scale=0.1,1000\n") != std::string::npos || r.out.find("input_scale=0.01,1000\n") != std::string::npos;
+      const bool per_input = r.out.find("input_scale=0.1,1000\n") != std::string::npos ||
+                             r.out.find("input_scale=0.01,1000\n") != std::string::npos;
       CHECK(per_input);
       const std::size_t at = r.out.find("live=");
       REQUIRE(at != std::string::npos);
@@ -399,7 +410,8 @@ TEST_CASE("fuse-relay --planner tvm: the header runs TVM's groups and matches th
 namespace {
 /// Random weights of the given shapes and dtypes, named meta[relay.Constant][i], as a
 /// save_param_dict file: the constants a program printed without its metadata section needs.
-std::string constants_file(const std::filesystem::path& at, const std::vector<std::pair<std::vector<std::int64_t>, dtype>>& constants) {
+std::string constants_file(const std::filesystem::path& at,
+                           const std::vector<std::pair<std::vector<std::int64_t>, dtype>>& constants) {
   std::vector<params::entry> w;
   for (std::size_t i = 0; i < constants.size(); ++i) {
     const type t = type::tensor(constants[i].first, constants[i].second);
@@ -421,23 +433,32 @@ TEST_CASE("fuse-relay check over TVM's corpus: each program passes, or names wha
     MESSAGE("skipped: no corpus at " << dir.string());
     return;
   }
-  const std::filesystem::path work = std::filesystem::temp_directory_path() / ("fuse_relay_corpus_" + std::to_string(fuse::test::base_seed()));
+  const std::filesystem::path work =
+      std::filesystem::temp_directory_path() / ("fuse_relay_corpus_" + std::to_string(fuse::test::base_seed()));
   std::filesystem::create_directories(work);
   const dtype f32 = dtype::float32(), f16{dtype::float_code, 16, 1};
   // The constants' shapes, read off each program's uses.
   const std::map<std::string, std::string> given = {
-      {"04", constants_file(work / "04.params", {{{768, 768}, f32}, {{768}, f32}, {{768}, f32}, {{768}, f32}, {{3072, 768}, f32}, {{3072}, f32}, {{50, 32, 768}, f32}})},
-      {"05", constants_file(work / "05.params", {{{2304, 768}, f16}, {{2304}, f16}, {{600, 32, 64}, f16}, {{600, 32, 32}, f16}})}};
-  const std::map<std::string, std::string> refused_naming = {{"01", "nn.pad"},          {"03", "nn.conv2d"}, {"06", "layout_transform"},
-                                                             {"07", "layout_transform"}, {"08", "layout_transform"}, {"12", "nn.conv2d"},
-                                                             {"16", "match is not supported"}};
+      {"04", constants_file(work / "04.params", {{{768, 768}, f32},
+                                                 {{768}, f32},
+                                                 {{768}, f32},
+                                                 {{768}, f32},
+                                                 {{3072, 768}, f32},
+                                                 {{3072}, f32},
+                                                 {{50, 32, 768}, f32}})},
+      {"05", constants_file(work / "05.params",
+                            {{{2304, 768}, f16}, {{2304}, f16}, {{600, 32, 64}, f16}, {{600, 32, 32}, f16}})}};
+  const std::map<std::string, std::string> refused_naming = {
+      {"01", "nn.pad"},           {"03", "nn.conv2d"}, {"06", "layout_transform"},      {"07", "layout_transform"},
+      {"08", "layout_transform"}, {"12", "nn.conv2d"}, {"16", "match is not supported"}};
   int passed = 0, refused = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".relay") continue;
     const std::string id = entry.path().filename().string().substr(0, 2);
     CAPTURE(entry.path().filename().string());
     const auto params = given.find(id);
-    const fuse::test::tool_run r = fuse::test::run_tool("check " + entry.path().string() + " --seed " + std::to_string(fuse::test::base_seed() % 1000000) +
+    const fuse::test::tool_run r = fuse::test::run_tool("check " + entry.path().string() + " --seed " +
+                                                        std::to_string(fuse::test::base_seed() % 1000000) +
                                                         (params != given.end() ? " --params " + params->second : ""));
     INFO(r.out << r.err);
     if (const auto named = refused_naming.find(id); named != refused_naming.end()) {
@@ -445,7 +466,8 @@ TEST_CASE("fuse-relay check over TVM's corpus: each program passes, or names wha
       CHECK(r.status == 1);
       CHECK(r.err.find(": error: ") != std::string::npos);  // located
       CHECK(r.err.find(named->second) != std::string::npos);
-      if (id == "01") CHECK(r.err.find("nn.conv2d, nn.max_pool2d") != std::string::npos);  // every unsupported op is named
+      if (id == "01")
+        CHECK(r.err.find("nn.conv2d, nn.max_pool2d") != std::string::npos);  // every unsupported op is named
       continue;
     }
     ++passed;
@@ -504,8 +526,9 @@ TEST_CASE("fuse-relay check over the seeds' programs: each passes or names what 
         INFO(r.out << r.err);
         if (r.status == 0) {
           ++passed;
-          table += "| " + name + " | " + report_field(r.out, "kernels") + " | " + report_field(r.out, "tvm_kernels") + " | " +
-                   report_field(r.out, "max_rel_err") + " (rounded differing " + report_field(r.out, "rounded_differing") + ") |\n";
+          table += "| " + name + " | " + report_field(r.out, "kernels") + " | " + report_field(r.out, "tvm_kernels") +
+                   " | " + report_field(r.out, "max_rel_err") + " (rounded differing " +
+                   report_field(r.out, "rounded_differing") + ") |\n";
           CHECK(report_field(r.out, "live") != "0.0%");
           if (name == "000_0") CHECK(report_field(r.out, "kernels") == "1");
         } else {
@@ -531,8 +554,8 @@ TEST_CASE("fuse-relay check over the seeds' programs: each passes or names what 
     CHECK(r.status == 0);
     ++passed;
     table += "| 002_block | " + report_field(r.out, "kernels") + " | " + report_field(r.out, "tvm_kernels") + " | " +
-             report_field(r.out, "max_rel_err") + " (rounded differing " + report_field(r.out, "rounded_differing") + ", live " +
-             report_field(r.out, "live") + ") |\n";
+             report_field(r.out, "max_rel_err") + " (rounded differing " + report_field(r.out, "rounded_differing") +
+             ", live " + report_field(r.out, "live") + ") |\n";
     CHECK(std::stoi(report_field(r.out, "kernels")) <= 4);
     CHECK(std::stod(report_field(r.out, "live")) > 90.0);
   }

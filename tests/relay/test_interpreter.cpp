@@ -27,7 +27,8 @@ namespace {
 
 using fuse::test::checked;
 
-value random_tensor(const char* dt, std::vector<std::int64_t> shape, std::uint64_t salt, double lo = -1, double hi = 1) {
+value random_tensor(const char* dt, std::vector<std::int64_t> shape, std::uint64_t salt, double lo = -1,
+                    double hi = 1) {
   auto gen = fuse::test::rng(salt);
   value v = value::tensor(*dtype::parse(dt), std::move(shape));
   std::uniform_real_distribution<double> ud(lo, hi);
@@ -248,7 +249,8 @@ TEST_CASE("npy: round trips and every malformed header") {
 #include "relay/tool.hpp"
 
 TEST_CASE("fuse-relay: exit codes, located errors, run over .npy files") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_relay_cli_" + std::to_string(fuse::test::base_seed()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_cli_" + std::to_string(fuse::test::base_seed()));
   std::filesystem::create_directories(dir / "in");
   auto write = [&](const std::string& name, const std::string& text) {
     std::ofstream(dir / name) << text;
@@ -268,7 +270,9 @@ TEST_CASE("fuse-relay: exit codes, located errors, run over .npy files") {
   CHECK(r.err.find("\n    %0 = exp(%x;\n") != std::string::npos);  // the line, then the caret
   CHECK(r.err.find("^") != std::string::npos);
 
-  const std::string unsupported = write("conv.relay", "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n  nn.conv2d(%x, %w)\n}\n");
+  const std::string unsupported = write(
+      "conv.relay",
+      "def @main(%x: Tensor[(1, 3, 8, 8), float32], %w: Tensor[(4, 3, 3, 3), float32]) {\n  nn.conv2d(%x, %w)\n}\n");
   const fuse::test::tool_run u = fuse::test::run_tool("types " + unsupported);
   CHECK(u.status == 1);
   CHECK(u.err.find("unsupported op nn.conv2d") != std::string::npos);
@@ -282,7 +286,8 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(6, 3), float32]) {
   const value x = random_tensor("float32", {2, 3}, 9), w = random_tensor("float32", {6, 3}, 10);
   npy::write_file((dir / "in" / "x.npy").string(), interpreter::to_constant(x));
   npy::write_file((dir / "in" / "w.npy").string(), interpreter::to_constant(w));
-  const fuse::test::tool_run ok = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() + " --outputs " + (dir / "out").string());
+  const fuse::test::tool_run ok = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() +
+                                                       " --outputs " + (dir / "out").string());
   REQUIRE(ok.status == 0);
   const value o0 = interpreter::from_constant(npy::read_file((dir / "out" / "out0.npy").string()));
   const value o1 = interpreter::from_constant(npy::read_file((dir / "out" / "out1.npy").string()));
@@ -295,9 +300,11 @@ def @main(%x: Tensor[(2, 3), float32], %w: Tensor[(6, 3), float32]) {
     }
   // A wrong input shape is bad input, not a crash.
   npy::write_file((dir / "in" / "x.npy").string(), interpreter::to_constant(random_tensor("float32", {3, 3}, 11)));
-  const fuse::test::tool_run shape = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() + " --outputs " + (dir / "out").string());
+  const fuse::test::tool_run shape = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() +
+                                                          " --outputs " + (dir / "out").string());
   CHECK(shape.status == 1);
-  CHECK(shape.err.find("input %x must be Tensor[(2, 3), float32], the file holds Tensor[(3, 3), float32]") != std::string::npos);
+  CHECK(shape.err.find("input %x must be Tensor[(2, 3), float32], the file holds Tensor[(3, 3), float32]") !=
+        std::string::npos);
   std::filesystem::remove_all(dir);
 }
 #endif

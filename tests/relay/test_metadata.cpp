@@ -51,7 +51,8 @@ std::string sample_json(const std::string& blob0 = blob_f32_2x3, const std::stri
     {"type_key": "VirtualDevice", "attrs": {"device_type_int": "-1", "memory_scope": "7", "target": "0", "virtual_device_id": "-1"}},
     {"type_key": "runtime.String", "repr_str": ""}
   ],
-  "b64ndarrays": [")" + blob0 + R"(", ")" + blob1 + R"("],
+  "b64ndarrays": [")" +
+         blob0 + R"(", ")" + blob1 + R"("],
   "attrs": {"tvm_version": "0.9.0"}
 })";
 }
@@ -67,7 +68,9 @@ struct section {
   source src;
   std::size_t offset;
 };
-section make_section(const std::string& json) { return {source("model.relay", program_head + "\n" + json + "\n"), program_head.size()}; }
+section make_section(const std::string& json) {
+  return {source("model.relay", program_head + "\n" + json + "\n"), program_head.size()};
+}
 
 template <class T>
 std::vector<T> values_of(const constant_data& c) {
@@ -84,7 +87,8 @@ void expect_error(const std::string& json, const std::string& fragment) {
     (void)read_metadata(s.src, s.offset);
   } catch (const error& e) {
     thrown = true;
-    CHECK_MESSAGE(e.message().find(fragment) != std::string::npos, "message '" << e.message() << "' lacks '" << fragment << "'");
+    CHECK_MESSAGE(e.message().find(fragment) != std::string::npos,
+                  "message '" << e.message() << "' lacks '" << fragment << "'");
     CHECK(e.message().starts_with("metadata: "));
     CHECK(e.file() == "model.relay");
     CHECK(e.where() == s.src.locate(s.offset));
@@ -137,7 +141,8 @@ TEST_CASE("metadata: NDArray blobs round trip for every dtype and shape") {
   auto g = fuse::test::rng(102);
   const dtype float16{dtype::float_code, 16, 1};
   const dtype int8{dtype::int_code, 8, 1}, uint8{dtype::uint_code, 8, 1};
-  const std::vector<dtype> dtypes = {dtype::float32(), int8, uint8, dtype::int32(), dtype::int64(), float16, dtype::boolean()};
+  const std::vector<dtype> dtypes = {dtype::float32(), int8,    uint8,           dtype::int32(),
+                                     dtype::int64(),   float16, dtype::boolean()};
   const std::vector<std::vector<std::int64_t>> shapes = {{}, {0}, {7}, {2, 3}, {1, 17, 3}};
   for (const dtype& dt : dtypes)
     for (const auto& shape : shapes) {
@@ -205,11 +210,12 @@ TEST_CASE("metadata: the other encodings of the root map and the section") {
   SUBCASE("keys as runtime.String nodes, alternating in data") {
     std::string json = replaced(sample_json(), R"("keys": ["relay.Constant", "VirtualDevice"], "data": [2, 3])",
                                 R"("data": [8, 2, 9, 3])");
-    json = replaced(json, R"({"type_key": "runtime.String", "repr_str": ""})",
-                    R"({"type_key": "runtime.String", "repr_str": ""},
+    json =
+        replaced(json, R"({"type_key": "runtime.String", "repr_str": ""})",
+                 R"({"type_key": "runtime.String", "repr_str": ""},
     {"type_key": "runtime.String", "repr_str": "relay.Constant"},
     {"type_key": "runtime.String", "repr_b64": ")" +
-                        encode_base64(bytes_t{'V', 'i', 'r', 't', 'u', 'a', 'l', 'D', 'e', 'v', 'i', 'c', 'e'}) + R"("})");
+                     encode_base64(bytes_t{'V', 'i', 'r', 't', 'u', 'a', 'l', 'D', 'e', 'v', 'i', 'c', 'e'}) + R"("})");
     const section s = make_section(json);
     const metadata md = read_metadata(s.src, s.offset);
     CHECK(md.table_sizes == std::map<std::string, std::size_t>{{"relay.Constant", 2}, {"VirtualDevice", 1}});
@@ -235,7 +241,8 @@ TEST_CASE("metadata: the other encodings of the root map and the section") {
     CHECK(md.constants[0] == md.constants[1]);
   }
   SUBCASE("an empty map") {
-    const section s = make_section(R"({"root": 1, "nodes": [{"type_key": ""}, {"type_key": "Map", "keys": [], "data": []}],
+    const section s =
+        make_section(R"({"root": 1, "nodes": [{"type_key": ""}, {"type_key": "Map", "keys": [], "data": []}],
       "b64ndarrays": [], "attrs": {"tvm_version": "0.19.0"}})");
     const metadata md = read_metadata(s.src, s.offset);
     CHECK(md.table_sizes.empty());
@@ -293,7 +300,8 @@ TEST_CASE("metadata: the real #[metadata] sections in the corpus and seeds") {
         }
         const auto it = md.table_sizes.find("relay.Constant");
         CHECK(md.constants.size() == (it == md.table_sizes.end() ? 0 : it->second));
-        for (const auto& c : md.constants) CHECK(c->bytes.size() == static_cast<std::size_t>(c->elements()) * c->dt.bytes());
+        for (const auto& c : md.constants)
+          CHECK(c->bytes.size() == static_cast<std::size_t>(c->elements()) * c->dt.bytes());
         if (!md.constants.empty()) {
           const constant_data& first = *md.constants.front();
           MESSAGE(name << ": " << md.constants.size() << " constants, the first " << first.dt.name() << " of rank "
@@ -310,7 +318,8 @@ TEST_CASE("metadata: the real #[metadata] sections in the corpus and seeds") {
 }
 
 TEST_CASE("metadata: corrupt blobs") {
-  expect_error(sample_json(edited_blob([](bytes_t& b) { b[3] ^= 1; })), "b64ndarrays[0] (meta[relay.Constant][0]): bad magic 0x");
+  expect_error(sample_json(edited_blob([](bytes_t& b) { b[3] ^= 1; })),
+               "b64ndarrays[0] (meta[relay.Constant][0]): bad magic 0x");
   expect_error(sample_json(edited_blob([](bytes_t& b) { b[3] ^= 1; })), "(expected 0xDD5E40F096B4A13F)");
   expect_error(sample_json(edited_blob([](bytes_t& b) { b[9] = 1; })), "reserved field is 0x");
   expect_error(sample_json(edited_blob([](bytes_t& b) { put_le(b, 24, 1000000, 4); })), "ndim 1000000 out of range");
@@ -326,7 +335,8 @@ TEST_CASE("metadata: corrupt blobs") {
                  put_le(b, 40, std::uint64_t{1} << 40, 8);
                })),
                "shape overflows");
-  expect_error(sample_json(edited_blob([](bytes_t& b) { put_le(b, 32, std::uint64_t{1} << 61, 8); })), "shape overflows");
+  expect_error(sample_json(edited_blob([](bytes_t& b) { put_le(b, 32, std::uint64_t{1} << 61, 8); })),
+               "shape overflows");
   expect_error(sample_json(edited_blob([](bytes_t& b) { put_le(b, 48, 20, 8); })),
                "data_byte_size 20 does not match shape and dtype float32 (expected 24)");
   // A consistent header that claims more data than the blob has must not allocate it.
@@ -339,7 +349,11 @@ TEST_CASE("metadata: corrupt blobs") {
   expect_error(sample_json(edited_blob([](bytes_t& b) { b.resize(30); })), "truncated: dtype");
   expect_error(sample_json(edited_blob([](bytes_t& b) { b.resize(44); })), "truncated: shape");
   expect_error(sample_json(edited_blob([](bytes_t& b) { b.resize(5); })), "truncated: magic");
-  expect_error(sample_json(edited_blob([](bytes_t& b) { b.push_back(0); b.push_back(0); })), "2 trailing bytes");
+  expect_error(sample_json(edited_blob([](bytes_t& b) {
+                 b.push_back(0);
+                 b.push_back(0);
+               })),
+               "2 trailing bytes");
   // The second blob: the error names its own index and constant.
   expect_error(sample_json(blob_f32_2x3, edited_blob([](bytes_t& b) { b[0] = 0; })),
                "b64ndarrays[1] (meta[relay.Constant][1]): bad magic");
@@ -379,10 +393,12 @@ TEST_CASE("metadata: a broken object graph") {
   expect_error(replaced(json, "\"data\": [4, 5]", "\"data\": [4, -5]"), "meta[relay.Constant][1] is -5, not an index");
   expect_error(replaced(json, "\"data\": [4, 5]", "\"data\": [4, 5.5]"), "not an index");
   expect_error(replaced(json, "\"data\": [4, 5]", "\"data\": [4, \"5x\"]"), "not an index");
-  expect_error(replaced(json, "\"data\": [6]", "\"data\": [60]"), "meta[VirtualDevice][0] refers to node 60, out of range");
+  expect_error(replaced(json, "\"data\": [6]", "\"data\": [60]"),
+               "meta[VirtualDevice][0] refers to node 60, out of range");
   expect_error(replaced(json, R"("data": "1", "span")", R"("data": "2", "span")"),
                "meta[relay.Constant][1] refers to b64ndarrays[2], out of range (2 blobs)");
-  expect_error(replaced(json, R"("data": "1", "span")", R"("span")"), "meta[relay.Constant][1] (nodes[5]) has no attrs.data");
+  expect_error(replaced(json, R"("data": "1", "span")", R"("span")"),
+               "meta[relay.Constant][1] (nodes[5]) has no attrs.data");
   expect_error(replaced(json, "\"root\": 1,", ""), "missing \"root\"");
   expect_error(replaced(json, "\"root\": 1,", "\"root\": 0,"), "\"root\" is null");
   expect_error(replaced(json, "\"root\": 1,", "\"root\": 42,"), "\"root\" refers to node 42, out of range");
@@ -390,18 +406,21 @@ TEST_CASE("metadata: a broken object graph") {
   expect_error(replaced(json, "\"data\": [2, 3]", "\"data\": [2, 4]"),
                "meta[VirtualDevice] is nodes[4] of type 'relay.Constant', expected an Array");
   expect_error(replaced(json, "\"data\": [2, 3]", "\"data\": [2]"), "\"keys\" is not an array as long as its \"data\"");
-  expect_error(replaced(json, "\"VirtualDevice\"], \"data\"", "\"relay.Constant\"], \"data\""), "the key relay.Constant twice");
+  expect_error(replaced(json, "\"VirtualDevice\"], \"data\"", "\"relay.Constant\"], \"data\""),
+               "the key relay.Constant twice");
   expect_error(replaced(json, "{\"type_key\": \"VirtualDevice\",", "{\"type\": \"VirtualDevice\","),
                "nodes[6] (meta[VirtualDevice][0]) is not an object with a \"type_key\"");
   expect_error(replaced(json, "\"nodes\"", "\"nodez\""), "missing \"nodes\" array");
-  expect_error(replaced(json, "\"b64ndarrays\": [", "\"b64ndarrays\": [7, "), "b64ndarrays[0] (meta[relay.Constant][0]) is not a string");
+  expect_error(replaced(json, "\"b64ndarrays\": [", "\"b64ndarrays\": [7, "),
+               "b64ndarrays[0] (meta[relay.Constant][0]) is not a string");
   expect_error("[1, 2]", "not a JSON object");
   expect_error(replaced(json, "\"root\": 1,", "\"root\": 1e999,"), "invalid JSON: number overflow");
   expect_error("r\"\"\"" + json, "not closed");
 }
 
 TEST_CASE("metadata: malformed JSON points at the offending byte") {
-  const std::string json = replaced(sample_json(), "{\"type_key\": \"VirtualDevice\"", "{\"type_key\" @ \"VirtualDevice\"");
+  const std::string json =
+      replaced(sample_json(), "{\"type_key\": \"VirtualDevice\"", "{\"type_key\" @ \"VirtualDevice\"");
   const section s = make_section(json);
   const std::size_t at = s.src.text().find('@', s.offset);  // not the one in @main
   try {
@@ -430,7 +449,8 @@ TEST_CASE("metadata: the blobs are read where they lie, and errors past them sti
   // The tensors' base64 strings never reach the JSON parser (metadata_detail::skeleton_of):
   // an error after them must still be located in the text.
   REQUIRE(blob_f32_2x3.size() >= 64);  // long enough to be taken out
-  const std::string json = replaced(sample_json(), "\"attrs\": {\"tvm_version\": \"0.9.0\"}", "\"attrs\": {\"tvm_version\" @ \"0.9.0\"}");
+  const std::string json =
+      replaced(sample_json(), "\"attrs\": {\"tvm_version\": \"0.9.0\"}", "\"attrs\": {\"tvm_version\" @ \"0.9.0\"}");
   const section s = make_section(json);
   const std::size_t at = s.src.text().find('@', s.src.text().find("tvm_version"));
   try {
@@ -444,7 +464,8 @@ TEST_CASE("metadata: the blobs are read where they lie, and errors past them sti
   c.dt = dtype::float32();
   c.shape = {64};
   c.bytes.resize(256);
-  for (std::size_t i = 0; i < c.bytes.size(); ++i) c.bytes[i] = static_cast<unsigned char>(255 - i);  // '/' and '+' in the base64
+  for (std::size_t i = 0; i < c.bytes.size(); ++i)
+    c.bytes[i] = static_cast<unsigned char>(255 - i);  // '/' and '+' in the base64
   const std::string b64 = encode_base64(encode_ndarray(c));
   REQUIRE(b64.find('/') != std::string::npos);
   std::string escaped;
@@ -469,7 +490,8 @@ TEST_CASE("metadata: the table decoder and the checking decoder agree on every d
   for (int round = 0; round < 20000; ++round) {
     std::string text;
     const std::size_t n = static_cast<std::size_t>(g() % 24);
-    for (std::size_t i = 0; i < n; ++i) text += alphabet[static_cast<std::size_t>(g() % (round % 3 ? 64 : alphabet.size()))];
+    for (std::size_t i = 0; i < n; ++i)
+      text += alphabet[static_cast<std::size_t>(g() % (round % 3 ? 64 : alphabet.size()))];
     if (round % 5 == 0 && n >= 2) text[n - 1] = '=';
     if (round % 7 == 0 && n >= 3) text[n - 2] = '=';
     std::string fast_err, checked_err;
@@ -537,7 +559,8 @@ TEST_CASE("metadata: random damage never crashes") {
     try {
       const metadata md = read_metadata(s.src, s.offset);
       ++json_ok;
-      for (const auto& c : md.constants) CHECK(c->bytes.size() == static_cast<std::size_t>(c->elements()) * c->dt.bytes());
+      for (const auto& c : md.constants)
+        CHECK(c->bytes.size() == static_cast<std::size_t>(c->elements()) * c->dt.bytes());
     } catch (const error& e) {
       ++json_bad;
       CHECK(e.message().starts_with("metadata: "));

@@ -39,7 +39,8 @@ using precision = bert_options::precision;
 
 /// The small configuration every form is checked at: 2 layers, batch 2, seq 7, hidden 32,
 /// 4 heads, ffn 37, vocab 50.
-bert_options small(form f, norm n = norm::op, qkv_form q = qkv_form::separate, precision p = precision::float32, bool spans = true) {
+bert_options small(form f, norm n = norm::op, qkv_form q = qkv_form::separate, precision p = precision::float32,
+                   bool spans = true) {
   bert_options o;
   o.layers = 2;
   o.batch = 2;
@@ -60,13 +61,16 @@ bert_options small(form f, norm n = norm::op, qkv_form q = qkv_form::separate, p
 std::string describe(const bert_options& o) {
   std::string s = o.form == form::pytorch ? "pytorch" : "tensorflow";
   s += o.dtype == precision::int8 ? " int8" : " float32";
-  if (o.form == form::pytorch && o.dtype == precision::float32) s += o.layer_norm == norm::op ? ", nn.layer_norm" : ", layer norm unpacked";
+  if (o.form == form::pytorch && o.dtype == precision::float32)
+    s += o.layer_norm == norm::op ? ", nn.layer_norm" : ", layer norm unpacked";
   s += o.qkv == qkv_form::separate ? ", separate Q/K/V" : ", fused QKV";
   if (!o.spans) s += ", no spans";
   return s;
 }
 
-bool has_meta_constants(const generated& g) { return !g.weights.empty() && g.weights.front().name.starts_with("meta["); }
+bool has_meta_constants(const generated& g) {
+  return !g.weights.empty() && g.weights.front().name.starts_with("meta[");
+}
 
 /// The module of g, parsed and type-checked (the int8 form's constants bound first).
 module read(const generated& g) {
@@ -100,7 +104,8 @@ bert_inputs random_inputs(const bert_options& o, std::uint64_t seed) {
     in.types.push_back(static_cast<std::int64_t>(rng() % 2));
   }
   for (std::int64_t b = 0; b < o.batch; ++b) {
-    const auto length = 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(o.seq));  // one position at least attends
+    const auto length =
+        1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(o.seq));  // one position at least attends
     for (std::int64_t s = 0; s < o.seq; ++s) in.mask.push_back(s < length ? 1 : 0);
   }
   return in;
@@ -182,21 +187,25 @@ struct linear_unit {
 /// reference computes what the text says, not what the frontend meant.
 class reference_bert {
  public:
-  reference_bert(const bert_options& o, const weight_table& floats, const weight_table* int8s) : o_(o), f_(floats), q_(int8s) {}
+  reference_bert(const bert_options& o, const weight_table& floats, const weight_table* int8s)
+      : o_(o), f_(floats), q_(int8s) {}
 
   /// The last hidden state [batch, seq, hidden], then (pytorch form) the pooler output.
   std::vector<std::vector<double>> run(const bert_inputs& in) const {
-    const std::size_t B = static_cast<std::size_t>(o_.batch), S = static_cast<std::size_t>(o_.seq), H = static_cast<std::size_t>(o_.hidden);
+    const std::size_t B = static_cast<std::size_t>(o_.batch), S = static_cast<std::size_t>(o_.seq),
+                      H = static_cast<std::size_t>(o_.hidden);
     const std::size_t A = static_cast<std::size_t>(o_.heads), D = H / A, N = B * S;
 
     // Embeddings: word + token type + position, then layer norm.
-    const std::vector<double> word = f_.reals("embeddings.word"), type = f_.reals("embeddings.token_type"), pos = f_.reals("embeddings.position");
+    const std::vector<double> word = f_.reals("embeddings.word"), type = f_.reals("embeddings.token_type"),
+                              pos = f_.reals("embeddings.position");
     std::vector<double> x(N * H);
     for (std::size_t b = 0; b < B; ++b)
       for (std::size_t s = 0; s < S; ++s)
         for (std::size_t h = 0; h < H; ++h) {
           const std::size_t t = b * S + s;
-          x[t * H + h] = word[static_cast<std::size_t>(in.ids[t]) * H + h] + type[static_cast<std::size_t>(in.types[t]) * H + h] + pos[s * H + h];
+          x[t * H + h] = word[static_cast<std::size_t>(in.ids[t]) * H + h] +
+                         type[static_cast<std::size_t>(in.types[t]) * H + h] + pos[s * H + h];
         }
     x = layer_norm(x, "embeddings.ln");
 
@@ -205,7 +214,8 @@ class reference_bert {
     std::vector<double> adder(B * S);
     for (std::size_t k = 0; k < B * S; ++k) adder[k] = (1.0 - static_cast<double>(in.mask[k])) * masked;
     // Scores are divided by sqrt(head_size) (pytorch: aten::div) or multiplied by its inverse (TF).
-    const double scale = tf() ? models::as_printed(1.0 / std::sqrt(static_cast<double>(D))) : 1.0 / models::as_printed(std::sqrt(static_cast<double>(D)));
+    const double scale = tf() ? models::as_printed(1.0 / std::sqrt(static_cast<double>(D)))
+                              : 1.0 / models::as_printed(std::sqrt(static_cast<double>(D)));
 
     for (std::int64_t l = 0; l < o_.layers; ++l) {
       const std::string p = "layer" + std::to_string(l) + ".";
@@ -236,7 +246,8 @@ class reference_bert {
             double max = -std::numeric_limits<double>::infinity();
             for (std::size_t j = 0; j < S; ++j) {
               double dot = 0;
-              for (std::size_t d = 0; d < D; ++d) dot += q[(b * S + i) * H + a * D + d] * k[(b * S + j) * H + a * D + d];
+              for (std::size_t d = 0; d < D; ++d)
+                dot += q[(b * S + i) * H + a * D + d] * k[(b * S + j) * H + a * D + d];
               if (int8()) dot *= 1.0 / 256.0;  // the int32 product at scale (8/128)^2
               row[j] = dot * scale + adder[b * S + j];
               max = std::max(max, row[j]);
@@ -315,7 +326,8 @@ class reference_bert {
         double acc = 0;
         if (int8()) {
           std::int64_t iacc = 0;
-          for (std::size_t i = 0; i < u.in; ++i) iacc += static_cast<std::int64_t>(quantize(x[r * u.in + i])) * u.wq[o * u.in + i];
+          for (std::size_t i = 0; i < u.in; ++i)
+            iacc += static_cast<std::int64_t>(quantize(x[r * u.in + i])) * u.wq[o * u.in + i];
           acc = static_cast<double>(iacc) * product_scale;
         } else {
           for (std::size_t i = 0; i < u.in; ++i) acc += x[r * u.in + i] * u.w[o * u.in + i];
@@ -334,9 +346,12 @@ class reference_bert {
     const float s_w = models::bert_detail::quant::weight_scale(std::vector<float>(w.begin(), w.end()));
     const float s_b = models::bert_detail::quant::weight_scale(std::vector<float>(b.begin(), b.end()));
     const float s_product = static_cast<float>(1.0 / 16.0) * s_w, s = std::min(s_product, s_b);
-    const std::int64_t product_shift = std::lround(std::log2(s_product / s)), bias_shift = std::lround(std::log2(s_b / s));
-    for (std::size_t k = 0; k < w.size(); ++k) REQUIRE(wq[k] == models::bert_detail::quant::quantize(static_cast<float>(w[k]), s_w));
-    for (std::size_t k = 0; k < b.size(); ++k) REQUIRE(bq[k] == models::bert_detail::quant::quantize(static_cast<float>(b[k]), s_b) << bias_shift);
+    const std::int64_t product_shift = std::lround(std::log2(s_product / s)),
+                       bias_shift = std::lround(std::log2(s_b / s));
+    for (std::size_t k = 0; k < w.size(); ++k)
+      REQUIRE(wq[k] == models::bert_detail::quant::quantize(static_cast<float>(w[k]), s_w));
+    for (std::size_t k = 0; k < b.size(); ++k)
+      REQUIRE(bq[k] == models::bert_detail::quant::quantize(static_cast<float>(b[k]), s_b) << bias_shift);
     std::vector<double> y(rows * out);
     for (std::size_t r = 0; r < rows; ++r)
       for (std::size_t o = 0; o < out; ++o) {
@@ -436,9 +451,10 @@ TEST_CASE("bert: the printer binds a node when its first user is visited (TVM's 
 }
 
 TEST_CASE("bert: the frontend reads every form") {
-  for (const bert_options& o : {small(form::pytorch), small(form::pytorch, norm::unpacked), small(form::pytorch, norm::op, qkv_form::fused),
-                                small(form::tensorflow), small(form::tensorflow, norm::op, qkv_form::fused),
-                                small(form::pytorch, norm::op, qkv_form::separate, precision::int8)}) {
+  for (const bert_options& o :
+       {small(form::pytorch), small(form::pytorch, norm::unpacked), small(form::pytorch, norm::op, qkv_form::fused),
+        small(form::tensorflow), small(form::tensorflow, norm::op, qkv_form::fused),
+        small(form::pytorch, norm::op, qkv_form::separate, precision::int8)}) {
     CAPTURE(describe(o));
     CHECK(unreadable(o).empty());
   }
@@ -446,24 +462,32 @@ TEST_CASE("bert: the frontend reads every form") {
 
 TEST_CASE("bert: the text's form (header, parameters, bindings, weights)") {
   const generated g = models::bert(small(form::pytorch));
-  CHECK(g.text.starts_with("#[version = \"0.0.5\"]\ndef @main(%input_ids: Tensor[(2, 7), int64] /* ty=Tensor[(2, 7), int64] span=aten::size_0.input_ids:0:0 */"));
-  CHECK(g.text.find("  %0 = cast(%input_ids, dtype=\"int32\") /* ty=Tensor[(2, 7), int32] span=aten::embedding_0:0:0 */;\n") != std::string::npos);
-  CHECK(g.text.find("nn.layer_norm(%8, %aten::layer_norm_0.weight, %aten::layer_norm_0.bias, epsilon=1e-12f)") != std::string::npos);
+  CHECK(
+      g.text.starts_with("#[version = \"0.0.5\"]\ndef @main(%input_ids: Tensor[(2, 7), int64] /* ty=Tensor[(2, 7), "
+                         "int64] span=aten::size_0.input_ids:0:0 */"));
+  CHECK(g.text.find(
+            "  %0 = cast(%input_ids, dtype=\"int32\") /* ty=Tensor[(2, 7), int32] span=aten::embedding_0:0:0 */;\n") !=
+        std::string::npos);
+  CHECK(g.text.find("nn.layer_norm(%8, %aten::layer_norm_0.weight, %aten::layer_norm_0.bias, epsilon=1e-12f)") !=
+        std::string::npos);
   CHECK(g.text.find("nn.dropout(%9, rate=0.1f)") != std::string::npos);
-  CHECK(g.text.find("nn.batch_matmul(%15, %16) /* ty=Tensor[(2, 7, 32), float32] span=aten::linear_0:0:0 */") != std::string::npos);
+  CHECK(g.text.find("nn.batch_matmul(%15, %16) /* ty=Tensor[(2, 7, 32), float32] span=aten::linear_0:0:0 */") !=
+        std::string::npos);
   CHECK(g.text.find("squeeze(%18, axis=[])") != std::string::npos);
   CHECK(g.text.ends_with(" /* ty=(Tensor[(2, 7, 32), float32], Tensor[(2, 32), float32]) */\n}\n"));
   // The parameters: three data inputs, then one weight per entry, named as from_pytorch names them.
   REQUIRE(g.inputs.size() == 3);
   CHECK(g.parameters.size() == 3 + g.weights.size());
   CHECK(g.parameters[3] == "aten::embedding_0.weight");
-  CHECK(std::count(g.parameters.begin(), g.parameters.end(), "aten::linear_12.weight") == 1);  // 2 layers x 6 linears, then the pooler
+  CHECK(std::count(g.parameters.begin(), g.parameters.end(), "aten::linear_12.weight") ==
+        1);  // 2 layers x 6 linears, then the pooler
   std::size_t elements = 0;
   for (const auto& w : g.weights) elements += static_cast<std::size_t>(w.data.elements());
   // word + type + position embeddings, position ids, embedding layer norm, per layer 4 HxH + 2 HxF
   // linears with biases and 2 layer norms, the pooler.
   const std::size_t H = 32, F = 37;
-  CHECK(elements == 50 * H + 2 * H + 512 * H + 512 + 2 * H + 2 * (4 * (H * H + H) + (F * H + F) + (H * F + H) + 4 * H) + H * H + H);
+  CHECK(elements ==
+        50 * H + 2 * H + 512 * H + 512 + 2 * H + 2 * (4 * (H * H + H) + (F * H + F) + (H * F + H) + 4 * H) + H * H + H);
 
   // Without spans, and deterministic for a seed.
   bert_options o = small(form::pytorch);
@@ -478,16 +502,21 @@ TEST_CASE("bert: the text's form (header, parameters, bindings, weights)") {
   CHECK(q.parameters.size() == 3);
   for (std::size_t k = 0; k < q.weights.size(); ++k) {
     CHECK(q.weights[k].name == "meta[relay.Constant][" + std::to_string(k) + "]");
-    CHECK(q.text.find(q.weights[k].name + " /* ty=" + type::tensor(q.weights[k].data.shape, q.weights[k].data.dt).str() + " */") != std::string::npos);
+    CHECK(q.text.find(q.weights[k].name + " /* ty=" +
+                      type::tensor(q.weights[k].data.shape, q.weights[k].data.dt).str() + " */") != std::string::npos);
   }
-  CHECK(q.text.find("nn.batch_matmul(%19, meta[relay.Constant][5] /* ty=Tensor[(2, 32, 32), int8] */, out_dtype=\"int32\")") != std::string::npos);
+  CHECK(q.text.find(
+            "nn.batch_matmul(%19, meta[relay.Constant][5] /* ty=Tensor[(2, 32, 32), int8] */, out_dtype=\"int32\")") !=
+        std::string::npos);
 
   // The TF form: TF's names, parameters in free_vars order (a weight first: take's data).
   const generated t = models::bert(small(form::tensorflow));
   CHECK(t.parameters.front() == "bert/embeddings/word_embeddings");
   CHECK(t.text.find("nn.batch_matmul(") != std::string::npos);
-  CHECK(t.text.find(", transpose_b=True) /* ty=Tensor[(8, 7, 7), float32] span=bert/encoder/layer_0/attention/self/MatMul:0:0 */") != std::string::npos);
-  CHECK(t.text.find("%bert/encoder/ones: Tensor[(2, 7, 1), float32]") != std::string::npos);  // under 1000 elements: a Const
+  CHECK(t.text.find(", transpose_b=True) /* ty=Tensor[(8, 7, 7), float32] "
+                    "span=bert/encoder/layer_0/attention/self/MatMul:0:0 */") != std::string::npos);
+  CHECK(t.text.find("%bert/encoder/ones: Tensor[(2, 7, 1), float32]") !=
+        std::string::npos);  // under 1000 elements: a Const
 
   // Options the forms do not have.
   bert_options bad = small(form::tensorflow);
@@ -570,26 +599,27 @@ TEST_CASE("bert pytorch int8 (fused QKV) agrees with the quantized arithmetic in
 // MODEL --params FILE`: the weights bound as constants, the header compiled, run and compared
 // with the interpreter.
 TEST_CASE("bert: fuse-relay check --params passes on every form (small configurations)") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_relay_bert_" + std::to_string(fuse::test::base_seed()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_bert_" + std::to_string(fuse::test::base_seed()));
   std::filesystem::create_directories(dir);
-  const std::vector<bert_options> forms = {
-      small(form::pytorch),
-      small(form::pytorch, norm::unpacked),
-      small(form::pytorch, norm::op, qkv_form::fused),
-      small(form::tensorflow),
-      small(form::tensorflow, norm::op, qkv_form::fused),
-      small(form::pytorch, norm::op, qkv_form::separate, precision::int8),
-      small(form::pytorch, norm::op, qkv_form::fused, precision::int8)};
+  const std::vector<bert_options> forms = {small(form::pytorch),
+                                           small(form::pytorch, norm::unpacked),
+                                           small(form::pytorch, norm::op, qkv_form::fused),
+                                           small(form::tensorflow),
+                                           small(form::tensorflow, norm::op, qkv_form::fused),
+                                           small(form::pytorch, norm::op, qkv_form::separate, precision::int8),
+                                           small(form::pytorch, norm::op, qkv_form::fused, precision::int8)};
   for (std::size_t k = 0; k < forms.size(); ++k) {
     const std::string name = describe(forms[k]);
     CAPTURE(name);
     const generated g = models::bert(forms[k]);
-    const std::filesystem::path model = dir / ("bert" + std::to_string(k) + ".relay"), weights = dir / ("bert" + std::to_string(k) + ".params");
+    const std::filesystem::path model = dir / ("bert" + std::to_string(k) + ".relay"),
+                                weights = dir / ("bert" + std::to_string(k) + ".params");
     std::ofstream(model) << g.text;
     params::save_param_dict(weights.string(), g.weights);
     const auto start = std::chrono::steady_clock::now();
-    const fuse::test::tool_run r = fuse::test::run_tool("check " + model.string() + " --params " + weights.string() + " --seed " +
-                                                        std::to_string(fuse::test::base_seed() % 1000000));
+    const fuse::test::tool_run r = fuse::test::run_tool("check " + model.string() + " --params " + weights.string() +
+                                                        " --seed " + std::to_string(fuse::test::base_seed() % 1000000));
     INFO(r.out << r.err);
     CHECK(r.status == 0);
     MESSAGE(name << ": " << r.out.substr(0, r.out.find('\n')) << " ("

@@ -30,7 +30,10 @@ bytes_t from_hex(std::string_view hex) {
   bytes_t out;
   int high = -1;
   for (char c : hex) {
-    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    const int v = c >= '0' && c <= '9'   ? c - '0'
+                  : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                  : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                         : -1;
     if (v < 0) continue;  // spaces and line breaks
     if (high < 0) high = v;
     else out.push_back(static_cast<unsigned char>(high << 4 | v)), high = -1;
@@ -56,16 +59,17 @@ std::string error_of(F&& f) {
   }
   return "(no error)";
 }
-#define CHECK_ERROR(call, text)                                                         \
-  do {                                                                                  \
-    const std::string message_ = error_of([&] { (void)(call); });                       \
-    CHECK_MESSAGE(message_.find(text) != std::string::npos, "message: " << message_);   \
+#define CHECK_ERROR(call, text)                                                       \
+  do {                                                                                \
+    const std::string message_ = error_of([&] { (void)(call); });                     \
+    CHECK_MESSAGE(message_.find(text) != std::string::npos, "message: " << message_); \
   } while (0)
 
 /// A path in this run's scratch directory, which is removed when the tests exit.
 std::string temp_path(const std::string& name) {
   struct scratch {
-    std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_test_params_" + std::to_string(fuse::test::base_seed()));
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("fuse_test_params_" + std::to_string(fuse::test::base_seed()));
     scratch() { std::filesystem::create_directories(dir); }
     ~scratch() {
       std::error_code ignored;
@@ -77,7 +81,8 @@ std::string temp_path(const std::string& name) {
 }
 
 void write_file(const std::string& path, const bytes_t& b) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
 }
 bytes_t read_bytes(const std::string& path) {
   const std::string s = read_file_bytes(path);
@@ -216,7 +221,8 @@ constexpr std::string_view blocks_hex = "4a4c4a4e842100000000ffffaba8acaa002300"
 const std::vector<dtype>& all_dtypes() {
   static const std::vector<dtype> d = [] {
     std::vector<dtype> v;
-    for (const char* n : {"float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool"}) v.push_back(*dtype::parse(n));
+    for (const char* n : {"float32", "float64", "float16", "bfloat16", "int8", "uint8", "int32", "int64", "bool"})
+      v.push_back(*dtype::parse(n));
     return v;
   }();
   return d;
@@ -225,14 +231,15 @@ const std::vector<std::vector<std::int64_t>> shapes = {{}, {0}, {3, 0, 2}, {1023
 
 /// The tiny dict checked byte by byte: "a" float32 [1, -2] and "b:1" int8 7 (0-d).
 std::vector<params::entry> tiny_dict() {
-  return {{"a", of<float>(dtype::float32(), {2}, {1.0f, -2.0f})}, {"b:1", of<std::int8_t>(*dtype::parse("int8"), {}, {7})}};
+  return {{"a", of<float>(dtype::float32(), {2}, {1.0f, -2.0f})},
+          {"b:1", of<std::int8_t>(*dtype::parse("int8"), {}, {7})}};
 }
 // The layout of tiny_dict as TVM's SaveParams writes it (src/runtime/file_utils.cc), computed by
 // hand field by field.
 constexpr std::string_view tiny_dict_hex =
-    "B7 9C 04 05 4F 8D E5 F7"  // kTVMNDArrayListMagic
-    "00 00 00 00 00 00 00 00"  // reserved
-    "02 00 00 00 00 00 00 00"  // 2 names
+    "B7 9C 04 05 4F 8D E5 F7"           // kTVMNDArrayListMagic
+    "00 00 00 00 00 00 00 00"           // reserved
+    "02 00 00 00 00 00 00 00"           // 2 names
     "01 00 00 00 00 00 00 00 61"        // "a"
     "03 00 00 00 00 00 00 00 62 3A 31"  // "b:1"
     "02 00 00 00 00 00 00 00"           // 2 arrays
@@ -253,7 +260,9 @@ TEST_CASE("params: save_param_dict and read_file round trip every dtype and shap
   auto g = fuse::test::rng(101);
   std::vector<params::entry> entries;
   for (const dtype& dt : all_dtypes())
-    for (const auto& shape : shapes) entries.push_back({"bert.encoder.layer." + std::to_string(entries.size()) + "/w:" + dt.name(), random_constant(dt, shape, g)});
+    for (const auto& shape : shapes)
+      entries.push_back(
+          {"bert.encoder.layer." + std::to_string(entries.size()) + "/w:" + dt.name(), random_constant(dt, shape, g)});
   const std::string path = temp_path("round.params");
   params::save_param_dict(path, entries);
   const auto back = params::read_file(path);
@@ -268,7 +277,8 @@ TEST_CASE("params: save_npz and read_file round trip every dtype NumPy has") {
   std::vector<params::entry> entries;
   for (const dtype& dt : all_dtypes()) {
     if (dt.code == dtype::bfloat_code) continue;
-    for (const auto& shape : shapes) entries.push_back({"layer." + std::to_string(entries.size()) + "/w:" + dt.name(), random_constant(dt, shape, g)});
+    for (const auto& shape : shapes)
+      entries.push_back({"layer." + std::to_string(entries.size()) + "/w:" + dt.name(), random_constant(dt, shape, g)});
   }
   const std::string path = temp_path("round.npz");
   params::save_npz(path, entries);
@@ -297,7 +307,8 @@ TEST_CASE("params: the writers refuse what they cannot write back") {
   const std::string path = temp_path("refused");
   constant_data short_data = random_constant(dtype::float32(), {2, 3}, g);
   short_data.bytes.pop_back();
-  CHECK_ERROR(params::save_param_dict(path, {{"w", short_data}}), "refused: cannot save 'w': data_byte_size 23 does not match");
+  CHECK_ERROR(params::save_param_dict(path, {{"w", short_data}}),
+              "refused: cannot save 'w': data_byte_size 23 does not match");
   CHECK_ERROR(params::save_npz(path, {{"w", short_data}}), "refused: cannot save 'w': ");
   constant_data vec = random_constant(dtype::float32(), {2}, g);
   vec.dt.lanes = 4;
@@ -342,7 +353,8 @@ TEST_CASE("params: reads members with data descriptors (np.savez_compressed to a
   const std::size_t descriptor = as_string(z).find("PK\x07\x08");
   REQUIRE(descriptor != std::string::npos);
   bad[descriptor + 4] ^= 1;
-  CHECK_ERROR(read_npz(bad), "w.npz: entry 'x.npy': the data descriptor and the central directory disagree on the CRC-32");
+  CHECK_ERROR(read_npz(bad),
+              "w.npz: entry 'x.npy': the data descriptor and the central directory disagree on the CRC-32");
 }
 
 TEST_CASE("params: ZIP64 end records and central directory extra fields") {
@@ -361,7 +373,9 @@ TEST_CASE("params: ZIP64 end records and central directory extra fields") {
   // A 32-bit field at 0xFFFFFFFF with no ZIP64 extra to hold the value.
   bytes_t plain = zip_of({{"a.npy", a}});
   patch(plain, central_directory(plain) + 20, 0xFFFFFFFF, 4);
-  CHECK_ERROR(read_npz(plain), "w.npz: not a valid .npz archive: 'a.npy': a size or offset defers to a ZIP64 extra field that is not there");
+  CHECK_ERROR(
+      read_npz(plain),
+      "w.npz: not a valid .npz archive: 'a.npy': a size or offset defers to a ZIP64 extra field that is not there");
   bytes_t no_record = zip_of({{"a.npy", a}});
   patch(no_record, no_record.size() - 22 + 8, 0xFFFF, 2);
   patch(no_record, no_record.size() - 22 + 10, 0xFFFF, 2);
@@ -397,7 +411,8 @@ TEST_CASE("params: inflate reads stored, fixed-Huffman and mixed blocks") {
 TEST_CASE("params: inflate names every defect") {
   const bytes_t fixed = from_hex(fixed_hex);
   CHECK_ERROR(inflate(from_hex("07"), 0), "z: bad DEFLATE data: block type 3 is reserved");
-  CHECK_ERROR(inflate(from_hex("01 05 00 00 00"), 5), "a stored block's LEN 0x0005 is not the complement of NLEN 0x0000");
+  CHECK_ERROR(inflate(from_hex("01 05 00 00 00"), 5),
+              "a stored block's LEN 0x0005 is not the complement of NLEN 0x0000");
   CHECK_ERROR(inflate(from_hex("01 05 00 FA FF 61"), 5), "truncated: a stored block of 5 bytes has 1");
   CHECK_ERROR(inflate(bytes_t(fixed.begin(), fixed.end() - 3), 112), "truncated");
   bytes_t trailing = fixed;
@@ -424,7 +439,8 @@ TEST_CASE("params: inflate names every defect") {
   auto one_code_block = [](unsigned end_of_block_length, unsigned literal_length) {
     bit_writer w;
     w.bits(1, 1), w.bits(2, 2), w.bits(0, 5), w.bits(0, 5), w.bits(14, 4);
-    for (int sym : {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1}) w.bits(sym <= 2 || sym == 18 ? 2 : 0, 3);
+    for (int sym : {16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1})
+      w.bits(sym <= 2 || sym == 18 ? 2 : 0, 3);
     if (literal_length) {
       w.code(literal_length, 2), w.code(3, 2), w.bits(127, 7), w.code(3, 2), w.bits(106, 7);  // then 138 + 117 zeros
     } else {
@@ -490,19 +506,24 @@ TEST_CASE("params: the TVM param dict reader names every defect") {
     patch(b, at, v, n);
     return b;
   };
-  CHECK_ERROR(read_dict(with(0, 0x1234, 8)), "w.params: not a valid TVM param dict: bad magic 0x0000000000001234 (expected 0xF7E58D4F05049CB7)");
-  CHECK_ERROR(read_dict(bytes_t(good.begin(), good.begin() + 12)), "truncated: the reserved field needs 8 bytes at offset 8, the file has 12");
+  CHECK_ERROR(read_dict(with(0, 0x1234, 8)),
+              "w.params: not a valid TVM param dict: bad magic 0x0000000000001234 (expected 0xF7E58D4F05049CB7)");
+  CHECK_ERROR(read_dict(bytes_t(good.begin(), good.begin() + 12)),
+              "truncated: the reserved field needs 8 bytes at offset 8, the file has 12");
   CHECK_ERROR(read_dict(with(names_at, 1000000, 8)), "the name count 1000000 is more than the 149-byte file can hold");
   CHECK_ERROR(read_dict(with(names_at + 8, 5000, 8)), "name 0 of 5000 bytes runs past the end of the file");
   CHECK_ERROR(read_dict(with(first_blob - 8, 3, 8)), "2 names but 3 arrays");
   CHECK_ERROR(read_dict(with(first_blob + 24, 0xFFFFFFFF, 4)), "array 0 ('a'): ndim -1 out of range [0, 32]");
   CHECK_ERROR(read_dict(with(first_blob + 24, 33, 4)), "array 0 ('a'): ndim 33 out of range [0, 32]");
-  CHECK_ERROR(read_dict(with(first_blob + 32, 3, 8)), "array 0 ('a'): data_byte_size 8 does not match shape and dtype float32 (expected 12)");
-  CHECK_ERROR(read_dict(with(first_blob + 40, 9, 8)), "array 0 ('a'): data_byte_size 9 does not match shape and dtype float32 (expected 8)");
+  CHECK_ERROR(read_dict(with(first_blob + 32, 3, 8)),
+              "array 0 ('a'): data_byte_size 8 does not match shape and dtype float32 (expected 12)");
+  CHECK_ERROR(read_dict(with(first_blob + 40, 9, 8)),
+              "array 0 ('a'): data_byte_size 9 does not match shape and dtype float32 (expected 8)");
   bytes_t lanes = with(first_blob + 28, 0x00022002, 4);  // float32x2, and shape (1,) so that the size matches
   patch(lanes, first_blob + 32, 1, 8);
   CHECK_ERROR(read_dict(lanes), "array 0 ('a'): dtype float32x2 has 2 lanes (only 1 is read)");
-  CHECK_ERROR(read_dict(with(first_blob + 28, 0x00012003, 4)), "array 0 ('a'): dtype code 3 is not int (0), uint (1), float (2)");
+  CHECK_ERROR(read_dict(with(first_blob + 28, 0x00012003, 4)),
+              "array 0 ('a'): dtype code 3 is not int (0), uint (1), float (2)");
   CHECK_ERROR(read_dict(with(second_blob, 0, 8)), "array 1 ('b:1'): bad magic");
   {
     const auto blob = encode_ndarray(tiny_dict()[0].data);
@@ -516,7 +537,8 @@ TEST_CASE("params: the TVM param dict reader names every defect") {
   bytes_t trailing = good;
   trailing.push_back(0);
   CHECK_ERROR(read_dict(trailing), "1 bytes follow the last array");
-  CHECK_ERROR(read_dict(bytes_t(good.begin(), good.end() - 1)), "array 1 ('b:1'): truncated data: data_byte_size is 1 but 0 bytes follow");
+  CHECK_ERROR(read_dict(bytes_t(good.begin(), good.end() - 1)),
+              "array 1 ('b:1'): truncated data: data_byte_size is 1 but 0 bytes follow");
   // The device a tensor was saved from does not matter (TVM itself always writes kDLCPU).
   const auto cuda = read_dict(with(first_blob + 16, 2, 4));
   CHECK(cuda[0].data.bytes == tiny_dict()[0].data.bytes);
@@ -540,16 +562,21 @@ TEST_CASE("params: the .npz reader names every defect") {
   CHECK_ERROR(read_npz(nine), "the end record counts 9 members, more than a central directory of 51 bytes holds");
   CHECK_ERROR(read_npz(with(end + 12, 500, 4)), "the central directory (500 bytes at offset");
   CHECK_ERROR(read_npz(with(cd, 0x02014b51, 4)), "central directory entry 0 has a bad signature");
-  CHECK_ERROR(read_npz(with(cd + 28, 200, 2)), "central directory entry 0: its name, extra field and comment run past the directory");
+  CHECK_ERROR(read_npz(with(cd + 28, 200, 2)),
+              "central directory entry 0: its name, extra field and comment run past the directory");
   CHECK_ERROR(read_npz(with(0, 0x04034b51, 4)), "w.npz: entry 'a.npy': no local header signature at offset 0");
-  CHECK_ERROR(read_npz(with(cd + 42, 100000, 4)), "w.npz: entry 'a.npy': the local header at offset 100000 runs past the end");
+  CHECK_ERROR(read_npz(with(cd + 42, 100000, 4)),
+              "w.npz: entry 'a.npy': the local header at offset 100000 runs past the end");
   CHECK_ERROR(read_npz(with(cd + 8, 1, 2)), "w.npz: entry 'a.npy': encrypted members are not supported");
   bytes_t bzip2 = with(cd + 10, 12, 2);
   patch(bzip2, 8, 12, 2);
-  CHECK_ERROR(read_npz(bzip2), "w.npz: entry 'a.npy': unsupported compression method 12 (only 0, stored, and 8, deflate, are read)");
-  CHECK_ERROR(read_npz(with(8, 8, 2)), "w.npz: entry 'a.npy': the local header and the central directory disagree on the method");
+  CHECK_ERROR(read_npz(bzip2),
+              "w.npz: entry 'a.npy': unsupported compression method 12 (only 0, stored, and 8, deflate, are read)");
+  CHECK_ERROR(read_npz(with(8, 8, 2)),
+              "w.npz: entry 'a.npy': the local header and the central directory disagree on the method");
   CHECK_ERROR(read_npz(with(30, 'b', 1)), "w.npz: entry 'a.npy': the local header names it differently");
-  CHECK_ERROR(read_npz(with(cd + 20, 100000, 4)), "w.npz: entry 'a.npy': its 100000 bytes of data run past the end of the file");
+  CHECK_ERROR(read_npz(with(cd + 20, 100000, 4)),
+              "w.npz: entry 'a.npy': its 100000 bytes of data run past the end of the file");
   CHECK_ERROR(read_npz(with(cd + 24, 7, 4)), "stored, but its size 7 is not its compressed size");
   bytes_t flipped = good;
   flipped[cd - 1] ^= 0x40;  // the last data byte
@@ -563,18 +590,22 @@ TEST_CASE("params: the .npz reader names every defect") {
   for (int i = 0; i < 19; ++i) over.bits(1, 3);
   CHECK_ERROR(read_npz(zip_of({{"h.npy", as_string(over.out), 8, 10}})),
               "w.npz: entry 'h.npy': bad DEFLATE data: code length code: over-subscribed Huffman code lengths");
-  CHECK_ERROR(read_npz(zip_of({{"big.npy", "\x03", 8, 1033 * 1000}})), "entry 'big.npy': its size 1033000 is more than 1 bytes of DEFLATE data can hold");
+  CHECK_ERROR(read_npz(zip_of({{"big.npy", "\x03", 8, 1033 * 1000}})),
+              "entry 'big.npy': its size 1033000 is more than 1 bytes of DEFLATE data can hold");
   bytes_t wrong_crc = from_base64(savez_compressed_b64);
   patch(wrong_crc, 14, 0x12345678, 4);  // the first local header's CRC does not count: the directory's does
   CHECK(read_npz(wrong_crc).size() == 4);
   const std::size_t wcd = central_directory(wrong_crc);
   patch(wrong_crc, wcd + 16, 0x12345678, 4);
   CHECK_ERROR(read_npz(wrong_crc),
-              "entry 'bert.encoder.layer.0.attention.self.query.weight.npy': CRC-32 mismatch: the data has 0x2C763C30, the archive says 0x12345678");
+              "entry 'bert.encoder.layer.0.attention.self.query.weight.npy': CRC-32 mismatch: the data has 0x2C763C30, "
+              "the archive says 0x12345678");
   // read_file: by magic, or neither.
   const std::string path = temp_path("neither.bin");
   write_file(path, from_hex("00 01 02 03 04 05 06 07 08"));
-  CHECK_ERROR(params::read_file(path), "neither.bin: not a weights file: neither a TVM param dict (magic 0xF7E58D4F05049CB7) nor an .npz archive");
+  CHECK_ERROR(
+      params::read_file(path),
+      "neither.bin: not a weights file: neither a TVM param dict (magic 0xF7E58D4F05049CB7) nor an .npz archive");
   CHECK_ERROR(params::read_file(temp_path("missing.npz")), "cannot read ");
 }
 
@@ -591,7 +622,8 @@ TEST_CASE("params: truncation at every byte throws relay::error") {
     }
   }
   const bytes_t fixed = from_hex(fixed_hex);
-  for (std::size_t n = 0; n < fixed.size(); ++n) CHECK_THROWS_AS(inflate(bytes_t(fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(n)), 112), error);
+  for (std::size_t n = 0; n < fixed.size(); ++n)
+    CHECK_THROWS_AS(inflate(bytes_t(fixed.begin(), fixed.begin() + static_cast<std::ptrdiff_t>(n)), 112), error);
 }
 
 TEST_CASE("params: damage at any byte reads or throws relay::error") {

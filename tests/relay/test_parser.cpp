@@ -89,7 +89,8 @@ TEST_CASE("parser: version headers of each printer") {
   CHECK(parse("a", "v0.0.4\ndef @main() { 1 }").version == "0.0.4");
   CHECK(parse("a", "def @main() { 1 }").version == "");
   CHECK(parse("a", "// licence\n/* more */\n#[version = \"0.0.5\"]\ndef @main() { 1 }").version == "0.0.5");
-  CHECK(parse_error("def @main() { 1 }\n#[version = \"0.0.5\"]").message().find("version header must come first") != std::string::npos);
+  CHECK(parse_error("def @main() { 1 }\n#[version = \"0.0.5\"]").message().find("version header must come first") !=
+        std::string::npos);
 }
 
 TEST_CASE("parser: several defs, types, calls of globals") {
@@ -128,12 +129,16 @@ TEST_CASE("parser: bindings with ';', without (v0.5), let, free_var and bare exp
   CHECK(b->args[0]->callee->name == "add");
 
   // v0.5: newline-separated, `# ty=` comments.
-  const module v5 = parse("a", "fn (%x: Tensor[(1, 10), float32]) {\n  %0 = exp(%x) # ty=Tensor[(1, 10), float32]\n  %1 = log(%0)\n  %1\n}");
+  const module v5 = parse(
+      "a",
+      "fn (%x: Tensor[(1, 10), float32]) {\n  %0 = exp(%x) # ty=Tensor[(1, 10), float32]\n  %1 = log(%0)\n  %1\n}");
   const expr* l = main_body(v5);
   CHECK(l->callee->name == "log");
   CHECK(l->args[0]->annotated == type::tensor({1, 10}, dtype::float32()));
-  CHECK(parse_error("def @main(%x) { %0 = exp(%x) %1 = log(%0); %1 }").message() == "expected ';' after the binding of %0, found '%1'");
-  CHECK(parse_error("def @main(%x) { %0 = exp(%x); }").message() == "expected an expression after the binding of %0, found '}'");
+  CHECK(parse_error("def @main(%x) { %0 = exp(%x) %1 = log(%0); %1 }").message() ==
+        "expected ';' after the binding of %0, found '%1'");
+  CHECK(parse_error("def @main(%x) { %0 = exp(%x); }").message() ==
+        "expected an expression after the binding of %0, found '}'");
 
   // let: a chain of let nodes, the var node shared by its uses.
   const module lt = parse("a", "def @main(%x) { let %a: float32 = 1f; let %b = add(%a, %x); multiply(%a, %b) }");
@@ -165,16 +170,17 @@ TEST_CASE("parser: bindings with ';', without (v0.5), let, free_var and bare exp
 // ---- comments ------------------------------------------------------------------------------------
 
 TEST_CASE("parser: comments, ty= and span comments") {
-  const module m = parse("a",
-                         "// line\n/* outer /* nested */ still comment */\n"
-                         "def @main(%x: Tensor[(2), float32] /* ty=Tensor[(2), float32] span=index:0:5 */) {\n"
-                         "  %0 = exp(%x) /* ty=Tensor[(2), float32] span=Exp_0.onnx::Exp:0:0 */;\n"
-                         "  %1 = reshape(%0, newshape=[1, 2]) /* bert/encoder/Reshape */ /* ty=Tensor[(1, 2), float32] */;\n"
-                         "  %2 = (%1, %0) /* ty=(Tensor[(1, 2), float32], Tensor[(2), float32]) */;\n"
-                         "  %3 = %2.1 /* ty=Tensor[(2), float32] */;\n"
-                         "  %4 = add(%3, 1f /* ty=float32 */) /* ty=not a type at all */;\n"
-                         "  %5 = fn (%p) { %p } /* ty=fn (Tensor[(2), float32]) -> Tensor[(2), float32] */;\n"
-                         "  %5(%4)\n}");
+  const module m =
+      parse("a",
+            "// line\n/* outer /* nested */ still comment */\n"
+            "def @main(%x: Tensor[(2), float32] /* ty=Tensor[(2), float32] span=index:0:5 */) {\n"
+            "  %0 = exp(%x) /* ty=Tensor[(2), float32] span=Exp_0.onnx::Exp:0:0 */;\n"
+            "  %1 = reshape(%0, newshape=[1, 2]) /* bert/encoder/Reshape */ /* ty=Tensor[(1, 2), float32] */;\n"
+            "  %2 = (%1, %0) /* ty=(Tensor[(1, 2), float32], Tensor[(2), float32]) */;\n"
+            "  %3 = %2.1 /* ty=Tensor[(2), float32] */;\n"
+            "  %4 = add(%3, 1f /* ty=float32 */) /* ty=not a type at all */;\n"
+            "  %5 = fn (%p) { %p } /* ty=fn (Tensor[(2), float32]) -> Tensor[(2), float32] */;\n"
+            "  %5(%4)\n}");
   const expr* fn = m.find("main")->fn;
   CHECK(fn->args[0]->span == "index:0:5");
   const expr* call5 = fn->body;
@@ -202,7 +208,8 @@ TEST_CASE("parser: scalar literals become 0-d constants with their bytes") {
     dtype dt;
     std::vector<unsigned char> bytes;
   };
-  const dtype f16{dtype::float_code, 16, 1}, f64{dtype::float_code, 64, 1}, i16{dtype::int_code, 16, 1}, i8{dtype::int_code, 8, 1};
+  const dtype f16{dtype::float_code, 16, 1}, f64{dtype::float_code, 64, 1}, i16{dtype::int_code, 16, 1},
+      i8{dtype::int_code, 8, 1};
   const std::vector<scalar_case> cases = {
       {"3", dtype::int32(), le_bytes<std::int32_t>(3)},
       {"-1", dtype::int32(), le_bytes<std::int32_t>(-1)},
@@ -240,7 +247,8 @@ TEST_CASE("parser: scalar literals become 0-d constants with their bytes") {
   std::memcpy(&v, nan->data->bytes.data(), 4);
   CHECK(std::isnan(v));
   CHECK(parse_error("def @main() { f(int8(300)) }").message() == "300 does not fit int8");
-  CHECK(parse_error("def @main() { f(99999999999999999999) }").message().find("does not fit int64") != std::string::npos);
+  CHECK(parse_error("def @main() { f(99999999999999999999) }").message().find("does not fit int64") !=
+        std::string::npos);
   CHECK(parse_error("def @main() { f(1.5i32) }").message().find("malformed number") == 0);
   CHECK(parse_error("def @main() { f(3f8) }").message().find("malformed number") == 0);
 }
@@ -248,11 +256,12 @@ TEST_CASE("parser: scalar literals become 0-d constants with their bytes") {
 // ---- meta and the metadata section ---------------------------------------------------------------
 
 TEST_CASE("parser: meta references without a metadata section") {
-  const module m = parse("a",
-                         "def @main(%x) {\n"
-                         "  %0 = nn.conv2d(%x, meta[relay.Constant][3] /* ty=Tensor[(8, 1, 5, 5), float32] */, channels=8);\n"
-                         "  %1 = on_device(%0, meta[relay.attrs.OnDeviceAttrs][0]);\n"
-                         "  split(%1, indices_or_sections=meta[runtime.BoxInt][0])\n}");
+  const module m =
+      parse("a",
+            "def @main(%x) {\n"
+            "  %0 = nn.conv2d(%x, meta[relay.Constant][3] /* ty=Tensor[(8, 1, 5, 5), float32] */, channels=8);\n"
+            "  %1 = on_device(%0, meta[relay.attrs.OnDeviceAttrs][0]);\n"
+            "  split(%1, indices_or_sections=meta[runtime.BoxInt][0])\n}");
   CHECK_FALSE(m.has_metadata);
   const expr* split = main_body(m);
   CHECK(split->attributes.find("indices_or_sections")->k == attr_value::kind::meta);
@@ -296,14 +305,19 @@ void check_one_constant(const module& m) {
 
 TEST_CASE("parser: the metadata section of each printer") {
   SUBCASE("#[metadata] (v0.7+)") {
-    check_one_constant(parse("a", std::string("#[version = \"0.0.5\"]\n") + one_constant_program + "#[metadata]\n" + one_constant_json));
+    check_one_constant(parse(
+        "a", std::string("#[version = \"0.0.5\"]\n") + one_constant_program + "#[metadata]\n" + one_constant_json));
   }
-  SUBCASE("METADATA: (v0.6)") { check_one_constant(parse("a", std::string("v0.0.4\n") + one_constant_program + "METADATA:\n" + one_constant_json)); }
+  SUBCASE("METADATA: (v0.6)") {
+    check_one_constant(parse("a", std::string("v0.0.4\n") + one_constant_program + "METADATA:\n" + one_constant_json));
+  }
   SUBCASE("# meta data + r\"\"\" (v0.5)") {
-    check_one_constant(parse("a", std::string(one_constant_program) + "# meta data\nr\"\"\"\n" + one_constant_json + "\n\"\"\"\n"));
+    check_one_constant(
+        parse("a", std::string(one_constant_program) + "# meta data\nr\"\"\"\n" + one_constant_json + "\n\"\"\"\n"));
   }
   SUBCASE("an index past the table") {
-    const std::string text = std::string("def @main(%x) {\n  add(%x, meta[relay.Constant][1])\n}\n#[metadata]\n") + one_constant_json;
+    const std::string text =
+        std::string("def @main(%x) {\n  add(%x, meta[relay.Constant][1])\n}\n#[metadata]\n") + one_constant_json;
     const relay::error e = parse_error(text);
     CHECK(e.where() == location{2, 11});
     CHECK(e.message() == "meta[relay.Constant][1] is out of range: the metadata section has 1 constants");
@@ -317,14 +331,15 @@ TEST_CASE("parser: the metadata section of each printer") {
 // ---- calls and attributes ------------------------------------------------------------------------
 
 TEST_CASE("parser: calls, dotted ops and every kind of attribute value") {
-  const module m = parse("a",
-                         "def @main(%x) {\n"
-                         "  %0 = nn.conv2d(%x, %x, strides=[2, 2], padding=[[0, 0], [2, 2]], channels=64i64, out_dtype=\"int32\",\n"
-                         "                 scale=0.5f, eps=0.001, flag=True, units=None, ptr=nullptr, relay.reshape_only=1,\n"
-                         "                 sections=int64(3), wrapped=(7), neg=-1, name=\"a\\\"b\\\\c\\n\\td\", glob=@g,\n"
-                         "                 virtual_device=VirtualDevice(device_type=1, target=Target(id=0, kind='llvm', keys={'cpu'})),\n"
-                         "                 map={k=v, w=[1, 2]}, empty=[]);\n"
-                         "  qnn.requantize(%0)\n}");
+  const module m = parse(
+      "a",
+      "def @main(%x) {\n"
+      "  %0 = nn.conv2d(%x, %x, strides=[2, 2], padding=[[0, 0], [2, 2]], channels=64i64, out_dtype=\"int32\",\n"
+      "                 scale=0.5f, eps=0.001, flag=True, units=None, ptr=nullptr, relay.reshape_only=1,\n"
+      "                 sections=int64(3), wrapped=(7), neg=-1, name=\"a\\\"b\\\\c\\n\\td\", glob=@g,\n"
+      "                 virtual_device=VirtualDevice(device_type=1, target=Target(id=0, kind='llvm', keys={'cpu'})),\n"
+      "                 map={k=v, w=[1, 2]}, empty=[]);\n"
+      "  qnn.requantize(%0)\n}");
   const expr* conv = main_body(m)->args[0];
   CHECK(conv->callee->kind == expr_kind::op);
   CHECK(conv->callee->name == "nn.conv2d");
@@ -385,7 +400,8 @@ TEST_CASE("parser: callees: ops, variables, globals, closures, f(x)(y)") {
   CHECK(closure_call->attributes.find("attrs_type_key")->s == "attrs.TestAttrs");
   CHECK(closure_call->callee->attributes.find("Primitive")->i == 1);
   CHECK(closure_call->callee->attributes.find("Composite")->s == "x");
-  CHECK(parse_error("def @main(%x) { f(a=1, %x) }").message().find("arguments come before attributes") != std::string::npos);
+  CHECK(parse_error("def @main(%x) { f(a=1, %x) }").message().find("arguments come before attributes") !=
+        std::string::npos);
 }
 
 // ---- tuples, projections, functions, if ----------------------------------------------------------
@@ -467,10 +483,12 @@ TEST_CASE("parser: binary operators desugar with precedence") {
 }
 
 TEST_CASE("parser: variable names from real dumps") {
-  const module m = parse("a",
-                         "def @main(%bert/encoder/layer_._0/x: float32, %LAYERTYPE.CONV0_weight, %onnx::Conv_0, %tfl.quantize, %x:float32) {\n"
-                         "  %0 = (%bert/encoder/layer_._0/x, %LAYERTYPE.CONV0_weight, %onnx::Conv_0, %tfl.quantize, %x);\n"
-                         "  %0.4\n}");
+  const module m =
+      parse("a",
+            "def @main(%bert/encoder/layer_._0/x: float32, %LAYERTYPE.CONV0_weight, %onnx::Conv_0, %tfl.quantize, "
+            "%x:float32) {\n"
+            "  %0 = (%bert/encoder/layer_._0/x, %LAYERTYPE.CONV0_weight, %onnx::Conv_0, %tfl.quantize, %x);\n"
+            "  %0.4\n}");
   const expr* fn = m.find("main")->fn;
   REQUIRE(fn->args.size() == 5);
   CHECK(fn->args[0]->name == "bert/encoder/layer_._0/x");
@@ -485,10 +503,11 @@ TEST_CASE("parser: variable names from real dumps") {
 }
 
 TEST_CASE("parser: types") {
-  const module m = parse("a",
-                         "def @main(%a: Tensor[(1, 3), float32], %b: Tensor[(10), int8], %c: Tensor[(1i64, ?), float16],\n"
-                         "          %d: bool, %e: (float32, Tensor[(2), uint8]), %f: (int64,), %g: fn (float32) -> (),\n"
-                         "          %h: _, %i: Tuple[float32, int32], %j: Tensor[(), float32], %k: float32x4) { %a }");
+  const module m =
+      parse("a",
+            "def @main(%a: Tensor[(1, 3), float32], %b: Tensor[(10), int8], %c: Tensor[(1i64, ?), float16],\n"
+            "          %d: bool, %e: (float32, Tensor[(2), uint8]), %f: (int64,), %g: fn (float32) -> (),\n"
+            "          %h: _, %i: Tuple[float32, int32], %j: Tensor[(), float32], %k: float32x4) { %a }");
   const auto& p = m.find("main")->fn->args;
   CHECK(p[0]->annotated.str() == "Tensor[(1, 3), float32]");
   CHECK(p[1]->annotated.str() == "Tensor[(10), int8]");
@@ -533,16 +552,18 @@ TEST_CASE("parser: errors name the file, line and column and show a caret") {
   CHECK(e.file() == "model.relay");
   CHECK(e.where() == location{2, 23});
   CHECK(e.message() == "expected ')' to close the call of nn.dense, found ';'");
-  CHECK(std::string(e.what()) == "model.relay:2:23: error: expected ')' to close the call of nn.dense, found ';'\n"
-                                 "    %0 = nn.dense(%x, %x;\n" +
-                                     std::string(2 + 22, ' ') + "^");
+  CHECK(std::string(e.what()) ==
+        "model.relay:2:23: error: expected ')' to close the call of nn.dense, found ';'\n"
+        "    %0 = nn.dense(%x, %x;\n" +
+            std::string(2 + 22, ' ') + "^");
 
   const relay::error tab = parse_error("def @main() {\n\tf(1,, 2)\n}");
   CHECK(tab.where() == location{2, 6});
   CHECK(tab.message() == "expected an expression, found ','");
   CHECK(std::string(tab.what()).ends_with("\n  \tf(1,, 2)\n  \t    ^"));
 
-  CHECK(parse_error("def @main() { f(1) ").message() == "expected '}' to close the body of @main, found the end of the input");
+  CHECK(parse_error("def @main() { f(1) ").message() ==
+        "expected '}' to close the body of @main, found the end of the input");
   CHECK(parse_error("def main() { 1 }").message() == "expected a global name such as @main after 'def', found 'main'");
   CHECK(parse_error("def @main() { f(\"abc) }").message().find("unterminated string") == 0);
   CHECK(parse_error("def @main() { f($) }").message() == "unexpected character '$'");
@@ -571,13 +592,20 @@ TEST_CASE("parser: nesting is bounded, long chains are not") {
   };
   for (int n : {fuse::test::long_chain, 600}) {
     CAPTURE(n);
-    CHECK(parse_error("def @main(%x) { " + nested(n, "(", "%x", ")") + " }").message() == "nesting deeper than 500 levels");
-    CHECK(parse_error("def @main(%x) { " + nested(n, "f(", "%x", ")") + " }").message() == "nesting deeper than 500 levels");
-    CHECK(parse_error("def @main(%x) { f(%x, a=" + nested(n, "[", "1", "]") + ") }").message() == "nesting deeper than 500 levels");
-    CHECK(parse_error("def @main(%x: " + nested(n, "(", "float32", ",)") + ") { %x }").message() == "nesting deeper than 500 levels");
-    CHECK(parse_error("def @main(%x) { " + nested(n, "fn () { ", "%x", " }") + " }").message() == "nesting deeper than 500 levels");
-    CHECK(parse_error("def @main(%x) { " + nested(n, "-", "%x", "") + " }").message() == "nesting deeper than 500 levels");
-    CHECK(parse_error("def @main(%x) { " + nested(n, "{", "%x", "}") + " }").message() == "nesting deeper than 500 levels");
+    CHECK(parse_error("def @main(%x) { " + nested(n, "(", "%x", ")") + " }").message() ==
+          "nesting deeper than 500 levels");
+    CHECK(parse_error("def @main(%x) { " + nested(n, "f(", "%x", ")") + " }").message() ==
+          "nesting deeper than 500 levels");
+    CHECK(parse_error("def @main(%x) { f(%x, a=" + nested(n, "[", "1", "]") + ") }").message() ==
+          "nesting deeper than 500 levels");
+    CHECK(parse_error("def @main(%x: " + nested(n, "(", "float32", ",)") + ") { %x }").message() ==
+          "nesting deeper than 500 levels");
+    CHECK(parse_error("def @main(%x) { " + nested(n, "fn () { ", "%x", " }") + " }").message() ==
+          "nesting deeper than 500 levels");
+    CHECK(parse_error("def @main(%x) { " + nested(n, "-", "%x", "") + " }").message() ==
+          "nesting deeper than 500 levels");
+    CHECK(parse_error("def @main(%x) { " + nested(n, "{", "%x", "}") + " }").message() ==
+          "nesting deeper than 500 levels");
   }
   // Within the bound.
   const module ok = parse("a", "def @main(%x) { " + nested(120, "f(", "%x", ")") + " }");
@@ -746,7 +774,8 @@ TEST_CASE("parser: every prefix of real programs gives a module or an error") {
   const std::filesystem::path seeds = FUSE_SEEDS_DIR, corpus = FUSE_RELAY_CORPUS_DIR;
   if (std::filesystem::is_directory(seeds))
     for (const auto& f : std::filesystem::directory_iterator(seeds))
-      if (f.path().filename().string().starts_with("000")) texts.push_back(embedded_programs(read_file(f.path())).at(0));
+      if (f.path().filename().string().starts_with("000"))
+        texts.push_back(embedded_programs(read_file(f.path())).at(0));
   if (std::filesystem::exists(corpus / "09_printer_output_ty_span_nested_fns.relay"))
     texts.push_back(read_file(corpus / "09_printer_output_ty_span_nested_fns.relay"));
   if (std::filesystem::exists(corpus / "08_primitive_fns_virtual_device_comments.relay"))
@@ -759,7 +788,8 @@ TEST_CASE("parser: every prefix of real programs gives a module or an error") {
 TEST_CASE("parser: random damage gives a module or an error") {
   std::vector<std::string> texts = {
       "#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(1, 4), float32], %w {virtual_device=meta[VirtualDevice][0]}) {\n"
-      "  %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(4, 4), float32] */, units=None) /* ty=Tensor[(1, 4), float32] */;\n"
+      "  %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(4, 4), float32] */, units=None) /* ty=Tensor[(1, 4), "
+      "float32] */;\n"
       "  %1 = fn (%p: Tensor[(1, 4), float32], Primitive=1) { let %q = negative(%p); (%q, %q.0) };\n"
       "  %2 = %1(%0, f=[1, [2i64, 0.5f]], s=\"a\\\"b\", v=VirtualDevice(k='x'));\n"
       "  if (True) { %2.1 } else { %x * -1f + 2 }\n}\n"};
@@ -819,7 +849,9 @@ TEST_CASE("fuzz findings: an operator used as a value is an error, not typed by 
       typecheck(m);
       FAIL("no error");
     } catch (const error& e) {
-      CHECK_MESSAGE(std::string(e.what()).find("used as a value: fuse runs operators only where they are called") != std::string::npos, e.what());
+      CHECK_MESSAGE(std::string(e.what()).find("used as a value: fuse runs operators only where they are called") !=
+                        std::string::npos,
+                    e.what());
       CHECK(e.where().col == 42);
     }
   }

@@ -83,7 +83,8 @@ value random_value(const type& t, std::mt19937_64& g, bool positive) {
 
 std::vector<value> random_inputs(const module& m, std::mt19937_64& g) {
   std::vector<value> in;
-  for (const expr* p : m.find("main")->fn->args) in.push_back(random_value(p->annotated, g, !p->name.empty() && p->name[0] == 'v'));
+  for (const expr* p : m.find("main")->fn->args)
+    in.push_back(random_value(p->annotated, g, !p->name.empty() && p->name[0] == 'v'));
   return in;
 }
 
@@ -166,7 +167,8 @@ const expr* main_body(const module& m) {
 void give_data(module& m, std::size_t index, constant_data d) {
   auto shared = std::make_shared<const constant_data>(std::move(d));
   for (expr& e : m.nodes)
-    if (e.kind == expr_kind::constant && e.meta && e.meta->key == "relay.Constant" && e.meta->index == static_cast<std::int64_t>(index))
+    if (e.kind == expr_kind::constant && e.meta && e.meta->key == "relay.Constant" &&
+        e.meta->index == static_cast<std::int64_t>(index))
       e.data = shared;
 }
 template <class T>
@@ -184,7 +186,9 @@ constant_data data_of(dtype dt, std::vector<std::int64_t> shape, const std::vect
 // ---- printer ------------------------------------------------------------------------------------
 
 TEST_CASE("printer: TVM-style text") {
-  module m = parse("a", "def @main(%x: Tensor[(1, 2), float32]) { %0 = add(%x, 1f); %1 = nn.softmax(%0, axis=1); %2 = (%1, %0); %2.1 }");
+  module m = parse(
+      "a",
+      "def @main(%x: Tensor[(1, 2), float32]) { %0 = add(%x, 1f); %1 = nn.softmax(%0, axis=1); %2 = (%1, %0); %2.1 }");
   typecheck(m);
   const std::string t = print(m);
   CHECK(t.starts_with("#[version = \"0.0.5\"]\ndef @main(%x: Tensor[(1, 2), float32]) -> Tensor[(1, 2), float32] {\n"));
@@ -198,24 +202,32 @@ TEST_CASE("printer: TVM-style text") {
 TEST_CASE("printer: round trip of hand-written programs") {
   const char* programs[] = {
       // let chains, a let in value position, `;` sequencing
-      "def @main(%x: float32) { let %a: float32 = add(%x, 1f); let %b = multiply(%a, %a); %c = add(%b, %a); let %d = %c; subtract(%d, %x) }",
+      "def @main(%x: float32) { let %a: float32 = add(%x, 1f); let %b = multiply(%a, %a); %c = add(%b, %a); let %d = "
+      "%c; subtract(%d, %x) }",
       "def @main(%x: float32) { %0 = add(%x, { let %y = exp(%x); %y }); %0 }",
       // closures capturing bindings from outside, called and shared
-      "def @main(%x: Tensor[(3), float32]) { %0 = exp(%x); %1 = fn (%p: Tensor[(3), float32], Primitive=1) { %9 = add(%p, %0); multiply(%9, %9) }; %2 = %1(%x); %3 = %1(%2); (%3, %0) }",
+      "def @main(%x: Tensor[(3), float32]) { %0 = exp(%x); %1 = fn (%p: Tensor[(3), float32], Primitive=1) { %9 = "
+      "add(%p, %0); multiply(%9, %9) }; %2 = %1(%x); %3 = %1(%2); (%3, %0) }",
       // a node used in both branches of an if, and one only inside
       "def @main(%c: bool, %x: float32) { %0 = exp(%x); if (%c) { %1 = log(%0); add(%1, %0) } else { %0 } }",
       // tuples: empty, one field, nested; projections of projections
       "def @main(%x: float32) { %0 = (); %1 = (%x,); %2 = (%0, %1, (%x, %x)); %3 = %2.2; %4 = %3.0; (%4, %2.1) }",
       // attributes of every kind, defaults left out or written
-      "def @main(%x: Tensor[(2, 3), float32]) { %0 = strided_slice(%x, begin=[0, 1], end=[2, -1], strides=None, slice_mode=\"size\", axes=None); %1 = sum(%0, axis=[1], keepdims=True); %2 = cast(%1, dtype=\"int64\"); %3 = reshape(%x, newshape=[-1], allowzero=0); (%2, %3, nn.leaky_relu(%x, alpha=0.1f), clip(%x, a_min=-1.5f, a_max=2e+30f)) }",
+      "def @main(%x: Tensor[(2, 3), float32]) { %0 = strided_slice(%x, begin=[0, 1], end=[2, -1], strides=None, "
+      "slice_mode=\"size\", axes=None); %1 = sum(%0, axis=[1], keepdims=True); %2 = cast(%1, dtype=\"int64\"); %3 = "
+      "reshape(%x, newshape=[-1], allowzero=0); (%2, %3, nn.leaky_relu(%x, alpha=0.1f), clip(%x, a_min=-1.5f, "
+      "a_max=2e+30f)) }",
       // literals of many dtypes
       "def @main() { (1, 3i64, -7i8, 2i16, 0.5f, 1e-05f, 0.25f64, 1.5f16, True, False, -inff, nanf, uint8(200)) }",
       // two variables of one name, a numeric parameter name, a global call
-      "def @f(%x: float32, %x1: float32) { add(%x, %x1) }\ndef @main(%0: float32) { let %y = @f(%0, %0); let %y1 = @f(%y, %y); %y1 }",
+      "def @f(%x: float32, %x1: float32) { add(%x, %x1) }\ndef @main(%0: float32) { let %y = @f(%0, %0); let %y1 = "
+      "@f(%y, %y); %y1 }",
       // meta constants without data keep their type; attrs objects positional
-      "def @main(%x: Tensor[(1, 10), float32]) { %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(1, 10), float32] */); on_device(%0, meta[relay.attrs.OnDeviceAttrs][0]) }",
+      "def @main(%x: Tensor[(1, 10), float32]) { %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(1, 10), float32] "
+      "*/); on_device(%0, meta[relay.attrs.OnDeviceAttrs][0]) }",
       // function attributes and parameter attributes
-      "def @main(%x {virtual_device=\"VirtualDevice(device_type=1)\"}: float32, Compiler=\"cutlass\", global_symbol=\"main\") -> float32 { %x }",
+      "def @main(%x {virtual_device=\"VirtualDevice(device_type=1)\"}: float32, Compiler=\"cutlass\", "
+      "global_symbol=\"main\") -> float32 { %x }",
   };
   for (const char* text : programs) {
     CAPTURE(text);
@@ -225,7 +237,9 @@ TEST_CASE("printer: round trip of hand-written programs") {
 }
 
 TEST_CASE("printer: constants with data go to a metadata section") {
-  module m = parse("a", "def @main(%x: Tensor[(2, 2), float32]) { %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(2, 2), float32] */); multiply(%0, meta[relay.Constant][1] /* ty=Tensor[(2), int64] */) }");
+  module m = parse("a",
+                   "def @main(%x: Tensor[(2, 2), float32]) { %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(2, 2), "
+                   "float32] */); multiply(%0, meta[relay.Constant][1] /* ty=Tensor[(2), int64] */) }");
   give_data(m, 0, data_of(dtype::float32(), {2, 2}, std::vector<float>{1.5f, -2.f, 3.25f, 1e-30f}));
   give_data(m, 1, data_of(dtype::int64(), {2}, std::vector<std::int64_t>{7, -8}));
   const std::string t = print(m);
@@ -233,7 +247,9 @@ TEST_CASE("printer: constants with data go to a metadata section") {
   const module back = parse("b", t);
   CHECK(structurally_equal(m, back));
   // The data really came back: change one byte and they differ.
-  module other = parse("a", "def @main(%x: Tensor[(2, 2), float32]) { %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(2, 2), float32] */); multiply(%0, meta[relay.Constant][1] /* ty=Tensor[(2), int64] */) }");
+  module other = parse("a",
+                       "def @main(%x: Tensor[(2, 2), float32]) { %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(2, "
+                       "2), float32] */); multiply(%0, meta[relay.Constant][1] /* ty=Tensor[(2), int64] */) }");
   give_data(other, 0, data_of(dtype::float32(), {2, 2}, std::vector<float>{1.5f, -2.f, 3.25f, 2e-30f}));
   give_data(other, 1, data_of(dtype::int64(), {2}, std::vector<std::int64_t>{7, -8}));
   CHECK_FALSE(structurally_equal(back, other));
@@ -252,8 +268,7 @@ TEST_CASE("printer: round trip of every corpus file and seed program") {
       }
       try {
         typecheck(m);  // printed types come from inference where it succeeds
-      } catch (const relay::error&) {
-      }
+      } catch (const relay::error&) {}
       check_round_trip(m, f.path().filename().string());
       ++corpus;
     }
@@ -303,25 +318,33 @@ TEST_CASE("structurally_equal: alpha-equivalence, defaults, sharing, data") {
     return structurally_equal(x, y);
   };
   // Names of bound variables do not matter; their positions do.
-  CHECK(eq("def @main(%x: float32, %y: float32) { add(%x, %y) }", "def @main(%a: float32, %b: float32) { add(%a, %b) }"));
-  CHECK_FALSE(eq("def @main(%x: float32, %y: float32) { add(%x, %y) }", "def @main(%x: float32, %y: float32) { add(%y, %x) }"));
+  CHECK(
+      eq("def @main(%x: float32, %y: float32) { add(%x, %y) }", "def @main(%a: float32, %b: float32) { add(%a, %b) }"));
+  CHECK_FALSE(
+      eq("def @main(%x: float32, %y: float32) { add(%x, %y) }", "def @main(%x: float32, %y: float32) { add(%y, %x) }"));
   CHECK(eq("def @main(%x: float32) { let %a = exp(%x); %a }", "def @main(%y: float32) { let %b = exp(%y); %b }"));
   CHECK_FALSE(eq("def @main(%x: float32) { let %a = exp(%x); %a }", "def @main(%x: float32) { let %a = exp(%x); %x }"));
   // Parameter types are compared.
   CHECK_FALSE(eq("def @main(%x: float32) { %x }", "def @main(%x: float64) { %x }"));
   // Defaults filled in; numbers by value.
-  CHECK(eq("def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x) }", "def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x, axis=-1) }"));
-  CHECK_FALSE(eq("def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x) }", "def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x, axis=0) }"));
-  CHECK(eq("def @main(%x: Tensor[(2, 3), float32]) { sum(%x, axis=[1]) }", "def @main(%x: Tensor[(2, 3), float32]) { sum(%x, axis=[1i64], keepdims=False) }"));
+  CHECK(eq("def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x) }",
+           "def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x, axis=-1) }"));
+  CHECK_FALSE(eq("def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x) }",
+                 "def @main(%x: Tensor[(2, 3), float32]) { nn.softmax(%x, axis=0) }"));
+  CHECK(eq("def @main(%x: Tensor[(2, 3), float32]) { sum(%x, axis=[1]) }",
+           "def @main(%x: Tensor[(2, 3), float32]) { sum(%x, axis=[1i64], keepdims=False) }"));
   // A shared node against two equal copies.
-  CHECK_FALSE(eq("def @main(%x: float32) { %0 = exp(%x); add(%0, %0) }", "def @main(%x: float32) { add(exp(%x), exp(%x)) }"));
-  CHECK(eq("def @main(%x: float32) { %0 = exp(%x); add(%0, %0) }", "def @main(%x: float32) { let %e = exp(%x); add(%e, %e) }") == false);
+  CHECK_FALSE(
+      eq("def @main(%x: float32) { %0 = exp(%x); add(%0, %0) }", "def @main(%x: float32) { add(exp(%x), exp(%x)) }"));
+  CHECK(eq("def @main(%x: float32) { %0 = exp(%x); add(%0, %0) }",
+           "def @main(%x: float32) { let %e = exp(%x); add(%e, %e) }") == false);
   // Different ops, constants, projections, globals.
   CHECK_FALSE(eq("def @main(%x: float32) { exp(%x) }", "def @main(%x: float32) { log(%x) }"));
   CHECK_FALSE(eq("def @main(%x: float32) { add(%x, 1f) }", "def @main(%x: float32) { add(%x, 2f) }"));
   CHECK_FALSE(eq("def @main(%x: float32) { add(%x, 1f) }", "def @main(%x: float32) { add(%x, 1f64) }"));
   CHECK_FALSE(eq("def @main(%x: float32) { %0 = (%x, %x); %0.0 }", "def @main(%x: float32) { %0 = (%x, %x); %0.1 }"));
-  CHECK_FALSE(eq("def @f(%x: float32) { %x }\ndef @main(%x: float32) { @f(%x) }", "def @g(%x: float32) { %x }\ndef @main(%x: float32) { @g(%x) }"));
+  CHECK_FALSE(eq("def @f(%x: float32) { %x }\ndef @main(%x: float32) { @f(%x) }",
+                 "def @g(%x: float32) { %x }\ndef @main(%x: float32) { @g(%x) }"));
   CHECK_FALSE(eq("def @main(%x: float32) { %x }\ndef @f(%x: float32) { %x }", "def @main(%x: float32) { %x }"));
   // ty= comments are not part of the structure.
   CHECK(eq("def @main(%x: float32) { exp(%x) /* ty=float32 */ }", "def @main(%x: float32) { exp(%x) }"));
@@ -353,20 +376,24 @@ TEST_CASE("passes: seed 001 before/after pairs") {
     const module after = parse("after.relay", p.after);
     CHECK_FALSE(structurally_equal(before, after));  // the pass has something to do
     c.run(before);
-    CHECK_MESSAGE(structurally_equal(before, after), c.name << " gives\n" << print(before) << "\nTVM gives\n" << print(after));
+    CHECK_MESSAGE(structurally_equal(before, after), c.name << " gives\n"
+                                                            << print(before) << "\nTVM gives\n"
+                                                            << print(after));
     checked += std::string(checked.empty() ? "" : ", ") + c.name;
   }
-  MESSAGE("seed 001 pairs checked: " << checked
-                                     << "; CombineParallelDense is checked in value below (fuse's form differs from TVM's); not checked: "
-                                        "RunDeviceAnnotationPass (not implemented), FoldScaleAxis (its example is a conv2d, not supported yet: "
-                                        "dense analogues below)");
+  MESSAGE("seed 001 pairs checked: "
+          << checked
+          << "; CombineParallelDense is checked in value below (fuse's form differs from TVM's); not checked: "
+             "RunDeviceAnnotationPass (not implemented), FoldScaleAxis (its example is a conv2d, not supported yet: "
+             "dense analogues below)");
 }
 
 // ---- RemoveUnusedFunctions, Inline ---------------------------------------------------------------
 
 TEST_CASE("remove_unused_functions: transitive reach, nothing to do, no entry") {
   module m = parse("a",
-                   "def @a(%x: float32) { @b(%x) }\ndef @b(%x: float32) { %x }\ndef @c(%x: float32) { @d(%x) }\ndef @d(%x: float32) { %x }\n"
+                   "def @a(%x: float32) { @b(%x) }\ndef @b(%x: float32) { %x }\ndef @c(%x: float32) { @d(%x) }\ndef "
+                   "@d(%x: float32) { %x }\n"
                    "def @main(%x: float32) { let %f = @a; %f(%x) }");
   remove_unused_functions(m);
   REQUIRE(m.defs.size() == 3);
@@ -379,7 +406,8 @@ TEST_CASE("remove_unused_functions: transitive reach, nothing to do, no entry") 
   module none = parse("a", "def @f(%x: float32) { %x }");
   remove_unused_functions(none);
   CHECK(none.defs.size() == 1);
-  module other = parse("a", "def @f(%x: float32) { %x }\ndef @g(%x: float32) { @f(%x) }\ndef @main(%x: float32) { %x }");
+  module other =
+      parse("a", "def @f(%x: float32) { %x }\ndef @g(%x: float32) { @f(%x) }\ndef @main(%x: float32) { %x }");
   remove_unused_functions(other, "g");
   CHECK(other.defs.size() == 2);
   CHECK_FALSE(other.find("main"));
@@ -394,23 +422,26 @@ TEST_CASE("inline_functions: nested, repeated, recursive, non-inlinable callees"
   typecheck(m);
   inline_functions(m);
   CHECK(m.defs.size() == 1);
-  const module want = parse("w",
-                            "def @main(%p: float32) { %0 = { let %t = exp(%p); %t }; %1 = add(%0, %p); %2 = { let %t1 = exp(%1); %t1 }; "
-                            "%3 = add(%2, %1); multiply(%3, %1) }");
+  const module want = parse(
+      "w",
+      "def @main(%p: float32) { %0 = { let %t = exp(%p); %t }; %1 = add(%0, %p); %2 = { let %t1 = exp(%1); %t1 }; "
+      "%3 = add(%2, %1); multiply(%3, %1) }");
   CHECK_MESSAGE(structurally_equal(m, want), print(m));
   check_round_trip(m, "inlined");
 
   // Recursive and calling a non-inlinable function: kept.
-  module r = parse("a",
-                   "def @r(%x: float32, Inline=1) { @r(%x) }\ndef @n(%x: float32) { %x }\ndef @c(%x: float32, Inline=1) { @n(%x) }\n"
-                   "def @main(%x: float32) { %0 = @r(%x); @c(%0) }");
+  module r = parse(
+      "a",
+      "def @r(%x: float32, Inline=1) { @r(%x) }\ndef @n(%x: float32) { %x }\ndef @c(%x: float32, Inline=1) { @n(%x) }\n"
+      "def @main(%x: float32) { %0 = @r(%x); @c(%0) }");
   const std::string before = print(r);
   inline_functions(r);
   CHECK(print(r) == before);
 
-  check_semantics("def @a(%x: Tensor[(3), float32], Inline=1) { %0 = exp(%x); add(%0, %x) }\n"
-                  "def @main(%p: Tensor[(3), float32]) { %0 = @a(%p); @a(%0) }",
-                  [](module& x) { inline_functions(x); });
+  check_semantics(
+      "def @a(%x: Tensor[(3), float32], Inline=1) { %0 = exp(%x); add(%0, %x) }\n"
+      "def @main(%p: Tensor[(3), float32]) { %0 = @a(%p); @a(%0) }",
+      [](module& x) { inline_functions(x); });
 }
 
 TEST_CASE("inline_functions and inline_calls: a call graph that doubles at each level stops with a located error") {
@@ -421,8 +452,8 @@ TEST_CASE("inline_functions and inline_calls: a call graph that doubles at each 
     const std::string attr = marked ? ", Inline=1" : "";
     std::string s = "def @f0(%x: Tensor[(4), float32]" + attr + ") { exp(%x) }\n";
     for (int i = 1; i <= levels; ++i)
-      s += "def @f" + std::to_string(i) + "(%x: Tensor[(4), float32]" + attr + ") {\n  %0 = @f" + std::to_string(i - 1) + "(%x);\n  %1 = @f" +
-           std::to_string(i - 1) + "(%0);\n  add(%0, %1)\n}\n";
+      s += "def @f" + std::to_string(i) + "(%x: Tensor[(4), float32]" + attr + ") {\n  %0 = @f" +
+           std::to_string(i - 1) + "(%x);\n  %1 = @f" + std::to_string(i - 1) + "(%0);\n  add(%0, %1)\n}\n";
     return s + "def @main(%x: Tensor[(4), float32]) { @f" + std::to_string(levels) + "(%x) }\n";
   };
   for (const bool marked : {false, true}) {
@@ -433,7 +464,8 @@ TEST_CASE("inline_functions and inline_calls: a call graph that doubles at each 
       else inline_calls(m);
       FAIL("no error");
     } catch (const error& e) {
-      CHECK_MESSAGE(std::string(e.what()).find("inlining this call would grow the program past") != std::string::npos, e.what());
+      CHECK_MESSAGE(std::string(e.what()).find("inlining this call would grow the program past") != std::string::npos,
+                    e.what());
       CHECK(e.where().line > 1);  // at a call
     }
     CHECK(m.nodes.size() < (std::size_t{1} << 19));
@@ -448,7 +480,8 @@ TEST_CASE("inline_functions and inline_calls: a call graph that doubles at each 
 
 TEST_CASE("simplify_inference: batch_norm on axis 1 of 4-d data, dropout, layer_norm; same results") {
   const std::string text =
-      "def @main(%x: Tensor[(2, 3, 4, 5), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], %mu: Tensor[(3), float32], "
+      "def @main(%x: Tensor[(2, 3, 4, 5), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], %mu: "
+      "Tensor[(3), float32], "
       "%v: Tensor[(3), float32], %lg: Tensor[(5), float32], %lb: Tensor[(5), float32]) {\n"
       "  %0 = nn.batch_norm(%x, %g, %b, %mu, %v, epsilon=0.001f);\n"
       "  %1 = %0.0;\n"
@@ -476,24 +509,30 @@ TEST_CASE("simplify_inference: batch_norm on axis 1 of 4-d data, dropout, layer_
 }
 
 TEST_CASE("simplify_inference: batch_norm's other outputs keep the call; nothing to do; scale/center off") {
-  module m = parse("a",
-                   "def @main(%x: Tensor[(4, 3), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], %mu: Tensor[(3), float32], "
-                   "%v: Tensor[(3), float32]) { %0 = nn.batch_norm(%x, %g, %b, %mu, %v, scale=False, center=False); (%0.0, %0.1) }");
+  module m = parse(
+      "a",
+      "def @main(%x: Tensor[(4, 3), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], %mu: Tensor[(3), "
+      "float32], "
+      "%v: Tensor[(3), float32]) { %0 = nn.batch_norm(%x, %g, %b, %mu, %v, scale=False, center=False); (%0.0, %0.1) }");
   simplify_inference(m);
   CHECK(count_calls(m, "nn.batch_norm") == 1);
-  const module want = parse("w",
-                            "def @main(%x: Tensor[(4, 3), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], %mu: Tensor[(3), float32], "
-                            "%v: Tensor[(3), float32]) { %0 = add(%v, 1e-05f); %1 = sqrt(%0); %2 = divide(1f, %1); %3 = negative(%mu); "
-                            "%4 = multiply(%3, %2); %5 = multiply(%x, %2); %6 = add(%5, %4); "
-                            "%7 = nn.batch_norm(%x, %g, %b, %mu, %v, scale=False, center=False); (%6, %7.1) }");
+  const module want =
+      parse("w",
+            "def @main(%x: Tensor[(4, 3), float32], %g: Tensor[(3), float32], %b: Tensor[(3), float32], %mu: "
+            "Tensor[(3), float32], "
+            "%v: Tensor[(3), float32]) { %0 = add(%v, 1e-05f); %1 = sqrt(%0); %2 = divide(1f, %1); %3 = negative(%mu); "
+            "%4 = multiply(%3, %2); %5 = multiply(%x, %2); %6 = add(%5, %4); "
+            "%7 = nn.batch_norm(%x, %g, %b, %mu, %v, scale=False, center=False); (%6, %7.1) }");
   CHECK_MESSAGE(structurally_equal(m, want), print(m));
   const std::string plain = "def @main(%x: Tensor[(4, 3), float32]) { %0 = exp(%x); (%0, %0) }";
   module n = parse("a", plain);
   simplify_inference(n);
   CHECK(structurally_equal(n, parse("b", plain)));
-  check_semantics("def @main(%x: Tensor[(4, 3), float64], %g: Tensor[(3), float64], %b: Tensor[(3), float64], %mu: Tensor[(3), float64], "
-                  "%v: Tensor[(3), float64]) { %0 = nn.batch_norm(%x, %g, %b, %mu, %v, axis=-1); %0.0 }",
-                  [](module& x) { simplify_inference(x); });
+  check_semantics(
+      "def @main(%x: Tensor[(4, 3), float64], %g: Tensor[(3), float64], %b: Tensor[(3), float64], %mu: Tensor[(3), "
+      "float64], "
+      "%v: Tensor[(3), float64]) { %0 = nn.batch_norm(%x, %g, %b, %mu, %v, axis=-1); %0.0 }",
+      [](module& x) { simplify_inference(x); });
 }
 
 // ---- FoldConstant --------------------------------------------------------------------------------
@@ -516,7 +555,9 @@ TEST_CASE("fold_constant: scalars, tensors with data, tuples, what stays") {
       "  (add(%x, %2), %5, nn.dropout(%2).0)\n"
       "}";
   auto prepare = [&](module& m) {
-    give_data(m, 0, data_of(dtype{dtype::float_code, 64, 1}, {4, 2}, std::vector<double>{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}));
+    give_data(
+        m, 0,
+        data_of(dtype{dtype::float_code, 64, 1}, {4, 2}, std::vector<double>{0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8}));
     give_data(m, 1, data_of(dtype::int32(), {2}, std::vector<std::int32_t>{5, -9}));
   };
   module before = parse("a", text), after = parse("a", text);
@@ -526,8 +567,8 @@ TEST_CASE("fold_constant: scalars, tensors with data, tuples, what stays") {
   fold_constant(after);
   CHECK(count_calls(after, "split") == 0);
   CHECK(count_calls(after, "multiply") == 0);
-  CHECK(count_calls(after, "add") == 1);          // only add(%x, const)
-  CHECK(count_calls(after, "nn.dropout") == 1);   // random in training: kept
+  CHECK(count_calls(after, "add") == 1);         // only add(%x, const)
+  CHECK(count_calls(after, "nn.dropout") == 1);  // random in training: kept
   const expr* body = main_body(after);
   REQUIRE(body->kind == expr_kind::tuple);
   REQUIRE(body->args[1]->kind == expr_kind::constant);
@@ -545,7 +586,8 @@ TEST_CASE("fold_constant: scalars, tensors with data, tuples, what stays") {
 
   // Constants without data and calls of globals stay.
   const std::string keep =
-      "def @f(%a: float32) { %a }\ndef @main(%x: float32) { %0 = add(meta[relay.Constant][0] /* ty=float32 */, 1f); %1 = @f(2f); (add(%x, %0), %1) }";
+      "def @f(%a: float32) { %a }\ndef @main(%x: float32) { %0 = add(meta[relay.Constant][0] /* ty=float32 */, 1f); %1 "
+      "= @f(2f); (add(%x, %0), %1) }";
   module k = parse("a", keep);
   fold_constant(k);
   CHECK(structurally_equal(k, parse("b", keep)));
@@ -553,12 +595,15 @@ TEST_CASE("fold_constant: scalars, tensors with data, tuples, what stays") {
 
 TEST_CASE("fold_constant: constants inside closures fold, Primitive bodies stay") {
   module m = parse("a",
-                   "def @main(%x: float32) { %0 = fn (%p: float32) { add(%p, multiply(2f, 3f)) }; %1 = fn (%q: float32, Primitive=1) { add(%q, "
+                   "def @main(%x: float32) { %0 = fn (%p: float32) { add(%p, multiply(2f, 3f)) }; %1 = fn (%q: "
+                   "float32, Primitive=1) { add(%q, "
                    "multiply(2f, 3f)) }; %2 = %0(%x); %1(%2) }");
   fold_constant(m);
   CHECK(count_calls(m, "multiply") == 1);
-  check_semantics("def @main(%x: Tensor[(3), int32]) { %0 = fn (%p: Tensor[(3), int32]) { %1 = multiply(7, 6); subtract(%p, %1) }; %0(%x) }",
-                  [](module& x) { fold_constant(x); });
+  check_semantics(
+      "def @main(%x: Tensor[(3), int32]) { %0 = fn (%p: Tensor[(3), int32]) { %1 = multiply(7, 6); subtract(%p, %1) }; "
+      "%0(%x) }",
+      [](module& x) { fold_constant(x); });
 }
 
 // ---- DeadCodeElimination -------------------------------------------------------------------------
@@ -567,7 +612,7 @@ TEST_CASE("eliminate_dead_code: unused lets, chains of them, nested, nothing to 
   const std::string text =
       "def @main(%x: Tensor[(3), float32]) {\n"
       "  let %a = exp(%x);\n"
-      "  let %b = add(%a, %a);\n"   // only used by %c, which is dead: dead too
+      "  let %b = add(%a, %a);\n"  // only used by %c, which is dead: dead too
       "  let %c = multiply(%b, %x);\n"
       "  let %d = log(%x);\n"
       "  %0 = fn (%p: Tensor[(3), float32]) { let %unused = negative(%p); let %u2 = exp(%p); %u2 };\n"
@@ -578,11 +623,14 @@ TEST_CASE("eliminate_dead_code: unused lets, chains of them, nested, nothing to 
   module m = parse("a", text);
   eliminate_dead_code(m);
   const module want = parse("w",
-                            "def @main(%x: Tensor[(3), float32]) { let %d = log(%x); %0 = fn (%p: Tensor[(3), float32]) { let %u2 = exp(%p); %u2 }; "
+                            "def @main(%x: Tensor[(3), float32]) { let %d = log(%x); %0 = fn (%p: Tensor[(3), "
+                            "float32]) { let %u2 = exp(%p); %u2 }; "
                             "let %f = %0; %f(%d) }");
   CHECK_MESSAGE(structurally_equal(m, want), print(m));
-  check_semantics("def @main(%x: Tensor[(3), float32]) { let %a = exp(%x); let %b = add(%a, %a); let %c = log(%x); multiply(%c, %x) }",
-                  [](module& x) { eliminate_dead_code(x); });
+  check_semantics(
+      "def @main(%x: Tensor[(3), float32]) { let %a = exp(%x); let %b = add(%a, %a); let %c = log(%x); multiply(%c, "
+      "%x) }",
+      [](module& x) { eliminate_dead_code(x); });
   const std::string live = "def @main(%x: float32) { let %a = exp(%x); let %b = add(%a, %x); %b }";
   module n = parse("a", live);
   eliminate_dead_code(n);
@@ -611,15 +659,15 @@ TEST_CASE("eliminate_common_subexpr: calls, defaults, tuples, projections, neste
   const std::string text =
       "def @main(%x: Tensor[(2, 3), float32], %y: Tensor[(2, 3), float32]) {\n"
       "  %0 = add(%x, %y);\n"
-      "  %1 = add(%x, %y);\n"          // the same as %0
-      "  %2 = add(%y, %x);\n"          // other argument order: kept
+      "  %1 = add(%x, %y);\n"  // the same as %0
+      "  %2 = add(%y, %x);\n"  // other argument order: kept
       "  %3 = nn.softmax(%0);\n"
       "  %4 = nn.softmax(%1, axis=-1);\n"  // the same after %1 -> %0, with the default written
       "  %5 = nn.softmax(%1, axis=0);\n"   // other attribute: kept
       "  %6 = (%3, %4);\n"
       "  %7 = (%4, %3);\n"
       "  %8 = %6.0;\n"
-      "  %9 = %7.1;\n"                 // (%3, %3).0 and .1 after merging: still different projections
+      "  %9 = %7.1;\n"  // (%3, %3).0 and .1 after merging: still different projections
       "  %10 = fn (%p: Tensor[(2, 3), float32]) { %11 = exp(%p); %12 = exp(%p); add(%11, %12) };\n"
       "  %13 = %10(%2);\n"
       "  (%8, %9, %5, %13, %6, %7)\n"
@@ -635,12 +683,15 @@ TEST_CASE("eliminate_common_subexpr: calls, defaults, tuples, projections, neste
   CHECK_MESSAGE(structurally_equal(m, want), print(m));
   check_semantics(text, [](module& x) { eliminate_common_subexpr(x); });
   // dropout calls are never merged; nothing to do leaves the module equal.
-  const std::string drop = "def @main(%x: Tensor[(3), float32]) { %0 = nn.dropout(%x); %1 = nn.dropout(%x); (%0.0, %1.0) }";
+  const std::string drop =
+      "def @main(%x: Tensor[(3), float32]) { %0 = nn.dropout(%x); %1 = nn.dropout(%x); (%0.0, %1.0) }";
   module d = parse("a", drop);
   eliminate_common_subexpr(d);
   CHECK(structurally_equal(d, parse("b", drop)));
-  check_semantics("def @main(%x: Tensor[(4), int32]) { %0 = multiply(%x, %x); %1 = multiply(%x, %x); %2 = subtract(%0, %1); add(%2, %0) }",
-                  [](module& x) { eliminate_common_subexpr(x); });
+  check_semantics(
+      "def @main(%x: Tensor[(4), int32]) { %0 = multiply(%x, %x); %1 = multiply(%x, %x); %2 = subtract(%0, %1); "
+      "add(%2, %0) }",
+      [](module& x) { eliminate_common_subexpr(x); });
 }
 
 TEST_CASE("passes: long binding chains (100k; 50k under ASan)") {
@@ -690,7 +741,8 @@ std::string meta_f32(std::size_t i, const std::vector<std::int64_t>& shape) {
 
 // float32 data of `shape`, uniform in [lo, hi], each element's sign flipped at random when
 // `signs` (scales away from zero).
-constant_data random_f32(const std::vector<std::int64_t>& shape, std::mt19937_64& g, double lo = -1, double hi = 1, bool signs = false) {
+constant_data random_f32(const std::vector<std::int64_t>& shape, std::mt19937_64& g, double lo = -1, double hi = 1,
+                         bool signs = false) {
   std::int64_t n = 1;
   for (std::int64_t d : shape) n *= d;
   std::uniform_real_distribution<double> u(lo, hi);
@@ -721,7 +773,8 @@ void check_close(const value& a, const value& b, double rel) {
     REQUIRE(fa[k].f.size() == fb[k].f.size());
     for (std::size_t j = 0; j < fa[k].f.size(); ++j) {
       const double x = fa[k].f[j], y = fb[k].f[j];
-      CHECK_MESSAGE(std::fabs(x - y) <= rel * std::max({1.0, std::fabs(x), std::fabs(y)}), "output " << k << " element " << j << ": " << x << " vs " << y);
+      CHECK_MESSAGE(std::fabs(x - y) <= rel * std::max({1.0, std::fabs(x), std::fabs(y)}),
+                    "output " << k << " element " << j << ": " << x << " vs " << y);
     }
   }
 }
@@ -774,23 +827,31 @@ TEST_CASE("stack: type relation, errors, interpreter") {
     }
     return "";
   };
-  const std::string shapes = error_of("def @main(%a: Tensor[(3, 4), float32], %b: Tensor[(3, 5), float32]) {\n  stack((%a, %b))\n}");
-  CHECK(shapes.find("s.relay:2:3: error: stack: field 1 (Tensor[(3, 5), float32]) differs from field 0 (Tensor[(3, 4), float32]) on axis 1") !=
-        std::string::npos);
-  const std::string ranks = error_of("def @main(%a: Tensor[(3, 4), float32], %b: Tensor[(12), float32]) { stack((%a, %b)) }");
+  const std::string shapes =
+      error_of("def @main(%a: Tensor[(3, 4), float32], %b: Tensor[(3, 5), float32]) {\n  stack((%a, %b))\n}");
+  CHECK(shapes.find("s.relay:2:3: error: stack: field 1 (Tensor[(3, 5), float32]) differs from field 0 (Tensor[(3, 4), "
+                    "float32]) on axis 1") != std::string::npos);
+  const std::string ranks =
+      error_of("def @main(%a: Tensor[(3, 4), float32], %b: Tensor[(12), float32]) { stack((%a, %b)) }");
   CHECK(ranks.find("stack: field 1 (Tensor[(12), float32]) has another rank") != std::string::npos);
-  const std::string dtypes = error_of("def @main(%a: Tensor[(3, 4), float32], %b: Tensor[(3, 4), float64]) { stack((%a, %b)) }");
+  const std::string dtypes =
+      error_of("def @main(%a: Tensor[(3, 4), float32], %b: Tensor[(3, 4), float64]) { stack((%a, %b)) }");
   CHECK(dtypes.find("stack: field 1 has dtype float64, field 0 float32") != std::string::npos);
-  CHECK(error_of(ab + "stack((%a, %b), axis=3) }").find("stack: axis 3 is out of range for rank 3") != std::string::npos);
-  CHECK(error_of(ab + "stack((%a, %b), axis=-4) }").find("stack: axis -4 is out of range for rank 3") != std::string::npos);
+  CHECK(error_of(ab + "stack((%a, %b), axis=3) }").find("stack: axis 3 is out of range for rank 3") !=
+        std::string::npos);
+  CHECK(error_of(ab + "stack((%a, %b), axis=-4) }").find("stack: axis -4 is out of range for rank 3") !=
+        std::string::npos);
   CHECK(error_of(ab + "stack(%a) }").find("stack: needs a non-empty tuple of tensors") != std::string::npos);
   CHECK(error_of(ab + "stack(()) }").find("stack: needs a non-empty tuple of tensors") != std::string::npos);
 
   // Values against a hand-written loop, on every axis, floats and integers.
   for (int axis = -3; axis < 3; ++axis) {
     CAPTURE(axis);
-    module m = parse("s.relay", "def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], %c: Tensor[(2, 3), int32]) { %0 = (%a, %b, %a); "
-                                "%1 = (%c, %c); (stack(%0, axis=" + std::to_string(axis) + "), stack(%1, axis=" + std::to_string(axis) + ")) }");
+    module m = parse("s.relay",
+                     "def @main(%a: Tensor[(2, 3), float32], %b: Tensor[(2, 3), float32], %c: Tensor[(2, 3), int32]) { "
+                     "%0 = (%a, %b, %a); "
+                     "%1 = (%c, %c); (stack(%0, axis=" +
+                         std::to_string(axis) + "), stack(%1, axis=" + std::to_string(axis) + ")) }");
     typecheck(m);
     auto g = fuse::test::rng(31 + static_cast<std::uint64_t>(axis + 3));
     const std::vector<value> in = random_inputs(m, g);
@@ -811,25 +872,27 @@ TEST_CASE("stack: type relation, errors, interpreter") {
             const std::vector<std::int64_t>& si = out[1].shape;
             int pos2[3];
             for (int d = 0, src = 0; d < 3; ++d) pos2[d] = d == ax ? j : idx[src++];
-            CHECK(out[1].i[static_cast<std::size_t>((pos2[0] * si[1] + pos2[1]) * si[2] + pos2[2])] == in[2].i[static_cast<std::size_t>(r * 3 + c)]);
+            CHECK(out[1].i[static_cast<std::size_t>((pos2[0] * si[1] + pos2[1]) * si[2] + pos2[2])] ==
+                  in[2].i[static_cast<std::size_t>(r * 3 + c)]);
           }
         }
   }
 }
 
 TEST_CASE("stack: the generated header (fields of a written tuple and of a split) matches the interpreter") {
-  module m = parse("stack.relay",
-                   "def @main(%a: Tensor[(3, 5), float32], %b: Tensor[(3, 5), float32], %c: Tensor[(4, 5), float32]) {\n"
-                   "  %0 = exp(%b);\n"
-                   "  %1 = (%a, %0);\n"
-                   "  %2 = stack(%1, axis=1);\n"             // (3, 2, 5)
-                   "  %3 = (%a, %0, %a);\n"
-                   "  %4 = stack(%3, axis=-1);\n"            // (3, 5, 3)
-                   "  %5 = split(%c, indices_or_sections=2);\n"
-                   "  %6 = stack(%5);\n"                     // (2, 2, 5), the fields of a split
-                   "  %7 = add(%4, 1f);\n"
-                   "  (%2, %7, %6)\n"
-                   "}");
+  module m =
+      parse("stack.relay",
+            "def @main(%a: Tensor[(3, 5), float32], %b: Tensor[(3, 5), float32], %c: Tensor[(4, 5), float32]) {\n"
+            "  %0 = exp(%b);\n"
+            "  %1 = (%a, %0);\n"
+            "  %2 = stack(%1, axis=1);\n"  // (3, 2, 5)
+            "  %3 = (%a, %0, %a);\n"
+            "  %4 = stack(%3, axis=-1);\n"  // (3, 5, 3)
+            "  %5 = split(%c, indices_or_sections=2);\n"
+            "  %6 = stack(%5);\n"  // (2, 2, 5), the fields of a split
+            "  %7 = add(%4, 1f);\n"
+            "  (%2, %7, %6)\n"
+            "}");
   typecheck(m);
   fuse::test::check_compiled(m, "stack");
 }
@@ -852,12 +915,15 @@ struct scale_case {
   std::int64_t batch = 3, k = 7, n = 17;
 };
 program scale_program(const scale_case& c, std::mt19937_64& g) {
-  const std::vector<std::int64_t> wshape = c.op == "nn.matmul" ? std::vector<std::int64_t>{c.k, c.n} : std::vector<std::int64_t>{c.n, c.k};
-  const std::vector<std::int64_t> bshape = c.bias == bias_kind::add ? std::vector<std::int64_t>{1, c.n} : std::vector<std::int64_t>{c.n};
+  const std::vector<std::int64_t> wshape =
+      c.op == "nn.matmul" ? std::vector<std::int64_t>{c.k, c.n} : std::vector<std::int64_t>{c.n, c.k};
+  const std::vector<std::int64_t> bshape =
+      c.bias == bias_kind::add ? std::vector<std::int64_t>{1, c.n} : std::vector<std::int64_t>{c.n};
   program p;
   p.constants = {random_f32(wshape, g), random_f32(bshape, g), random_f32(c.scale_shape, g, 0.5, 2.0, true)};
   auto contraction = [&](const std::string& x) {
-    if (c.op == "nn.dense") return "nn.dense(" + x + ", " + meta_f32(0, wshape) + ", units=" + std::to_string(c.n) + ")";
+    if (c.op == "nn.dense")
+      return "nn.dense(" + x + ", " + meta_f32(0, wshape) + ", units=" + std::to_string(c.n) + ")";
     return "nn.matmul(" + x + ", " + meta_f32(0, wshape) + (c.op == "nn.matmul_tb" ? ", transpose_b=True)" : ")");
   };
   auto biased = [&](const std::string& y) {
@@ -870,7 +936,8 @@ program scale_program(const scale_case& c, std::mt19937_64& g) {
     return "multiply(" + (c.scale_left ? s + ", " + y : y + ", " + s) + ")";
   };
   p.text = "def @main(%x: Tensor[(" + std::to_string(c.batch) + ", " + std::to_string(c.k) + "), float32]) {\n";
-  if (c.backward) p.text += "  %0 = " + contraction("%x") + ";\n  %1 = " + biased("%0") + ";\n  " + scaled("%1") + "\n}";
+  if (c.backward)
+    p.text += "  %0 = " + contraction("%x") + ";\n  %1 = " + biased("%0") + ";\n  " + scaled("%1") + "\n}";
   else p.text += "  %0 = " + scaled("%x") + ";\n  %1 = " + contraction("%0") + ";\n  " + biased("%1") + "\n}";
   return p;
 }
@@ -887,7 +954,9 @@ void check_no_fold(const program& p, const std::string& why) {
 
 }  // namespace
 
-TEST_CASE("fold_scale_axis: backward and forward, dense and matmul, with and without bias; same values, the weight a constant") {
+TEST_CASE(
+    "fold_scale_axis: backward and forward, dense and matmul, with and without bias; same values, the weight a "
+    "constant") {
   std::size_t cases = 0;
   for (const bool backward : {true, false})
     for (const std::string op : {"nn.dense", "nn.matmul", "nn.matmul_tb"})
@@ -897,7 +966,9 @@ TEST_CASE("fold_scale_axis: backward and forward, dense and matmul, with and wit
             scale_case c;
             c.backward = backward, c.op = op, c.bias = bias, c.k = k, c.n = n;
             const std::int64_t channels = backward ? n : k;
-            c.scale_shape = shape == 0 ? std::vector<std::int64_t>{channels} : shape == 1 ? std::vector<std::int64_t>{1, channels} : std::vector<std::int64_t>{};
+            c.scale_shape = shape == 0   ? std::vector<std::int64_t>{channels}
+                            : shape == 1 ? std::vector<std::int64_t>{1, channels}
+                                         : std::vector<std::int64_t>{};
             c.scale_left = (k + n + shape) % 2 == 0;
             auto g = fuse::test::rng(1000 + cases);
             const program p = scale_program(c, g);
@@ -939,7 +1010,8 @@ TEST_CASE("fold_scale_axis: the dense weight's rows (backward) or columns (forwa
     const constant_data &w0 = p.constants[0], &b0 = p.constants[1], &s = p.constants[2];
     for (std::size_t row = 0; row < 17; ++row)
       for (std::size_t col = 0; col < 7; ++col)
-        CHECK(w.real(row * 7 + col) == static_cast<double>(static_cast<float>(w0.real(row * 7 + col) * s.real(backward ? row : col))));
+        CHECK(w.real(row * 7 + col) ==
+              static_cast<double>(static_cast<float>(w0.real(row * 7 + col) * s.real(backward ? row : col))));
     // The bias: scaled backward, as it was forward.
     const auto bias = calls_of(m, {"nn.bias_add"});
     REQUIRE(bias.size() == 1);
@@ -952,15 +1024,25 @@ TEST_CASE("fold_scale_axis: the dense weight's rows (backward) or columns (forwa
 TEST_CASE("fold_scale_axis: chains of scales, both folds at once, a scalar scale") {
   auto g = fuse::test::rng(5);
   program p;
-  p.constants = {random_f32({9, 5}, g), random_f32({5}, g, 0.5, 2, true), random_f32({9}, g, 0.5, 2, true), random_f32({1, 9}, g, 0.5, 2, true),
-                 random_f32({9}, g)};
-  p.text = "def @main(%x: Tensor[(4, 5), float32]) {\n"
-           "  %0 = multiply(" + meta_f32(1, {5}) + ", %x);\n"
-           "  %1 = nn.dense(%0, " + meta_f32(0, {9, 5}) + ");\n"
-           "  %2 = nn.bias_add(%1, " + meta_f32(4, {9}) + ", axis=-1);\n"
-           "  %3 = multiply(%2, " + meta_f32(2, {9}) + ");\n"
-           "  %4 = multiply(%3, 0.5f);\n"
-           "  multiply(%4, " + meta_f32(3, {1, 9}) + ")\n}";
+  p.constants = {random_f32({9, 5}, g), random_f32({5}, g, 0.5, 2, true), random_f32({9}, g, 0.5, 2, true),
+                 random_f32({1, 9}, g, 0.5, 2, true), random_f32({9}, g)};
+  p.text =
+      "def @main(%x: Tensor[(4, 5), float32]) {\n"
+      "  %0 = multiply(" +
+      meta_f32(1, {5}) +
+      ", %x);\n"
+      "  %1 = nn.dense(%0, " +
+      meta_f32(0, {9, 5}) +
+      ");\n"
+      "  %2 = nn.bias_add(%1, " +
+      meta_f32(4, {9}) +
+      ", axis=-1);\n"
+      "  %3 = multiply(%2, " +
+      meta_f32(2, {9}) +
+      ");\n"
+      "  %4 = multiply(%3, 0.5f);\n"
+      "  multiply(%4, " +
+      meta_f32(3, {1, 9}) + ")\n}";
   module before = load(p), after = load(p);
   fold_scale_axis(after);
   CHECK(count_calls(after, "multiply") == 0);
@@ -972,48 +1054,75 @@ TEST_CASE("fold_scale_axis: what must not fold") {
   auto g = fuse::test::rng(11);
   const std::string x = "%x: Tensor[(3, 7), float32]";
   const auto w = meta_f32(0, {17, 7});
-  const std::vector<constant_data> data = {random_f32({17, 7}, g), random_f32({17}, g), random_f32({3, 1}, g, 0.5, 2), random_f32({7}, g, 0.5, 2),
+  const std::vector<constant_data> data = {random_f32({17, 7}, g),         random_f32({17}, g),
+                                           random_f32({3, 1}, g, 0.5, 2),  random_f32({7}, g, 0.5, 2),
                                            random_f32({3, 17}, g, 0.5, 2), random_f32({17}, g, 0.5, 2)};
   // The scale varies along the rows of the result (axis 0), not the output channels.
-  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); multiply(%0, " + meta_f32(2, {3, 1}) + ") }", data}, "backward, scale along axis 0");
-  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); multiply(%0, " + meta_f32(4, {3, 17}) + ") }", data},
-                "backward, scale along both axes");
-  check_no_fold({"def @main(" + x + ") { %0 = multiply(%x, " + meta_f32(2, {3, 1}) + "); nn.dense(%0, " + w + ") }", data}, "forward, scale along axis 0");
+  check_no_fold(
+      {"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); multiply(%0, " + meta_f32(2, {3, 1}) + ") }", data},
+      "backward, scale along axis 0");
+  check_no_fold(
+      {"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); multiply(%0, " + meta_f32(4, {3, 17}) + ") }", data},
+      "backward, scale along both axes");
+  check_no_fold(
+      {"def @main(" + x + ") { %0 = multiply(%x, " + meta_f32(2, {3, 1}) + "); nn.dense(%0, " + w + ") }", data},
+      "forward, scale along axis 0");
   // A scale that would broadcast the result to a larger shape.
-  check_no_fold({"def @main(%x: Tensor[(7), float32]) { %0 = nn.dense(%x, " + w + "); multiply(%0, " + meta_f32(4, {3, 17}) + ") }", data},
+  check_no_fold({"def @main(%x: Tensor[(7), float32]) { %0 = nn.dense(%x, " + w + "); multiply(%0, " +
+                     meta_f32(4, {3, 17}) + ") }",
+                 data},
                 "backward, the scale broadcasts the result");
   // The weight is not a constant: weight * scale would be computed at run time.
-  check_no_fold({"def @main(" + x + ", %w: Tensor[(17, 7), float32]) { %0 = nn.dense(%x, %w); multiply(%0, " + meta_f32(5, {17}) + ") }", data},
+  check_no_fold({"def @main(" + x + ", %w: Tensor[(17, 7), float32]) { %0 = nn.dense(%x, %w); multiply(%0, " +
+                     meta_f32(5, {17}) + ") }",
+                 data},
                 "backward, weight a parameter");
-  check_no_fold({"def @main(" + x + ", %w: Tensor[(17, 7), float32]) { %0 = multiply(%x, " + meta_f32(3, {7}) + "); nn.dense(%0, %w) }", data},
+  check_no_fold({"def @main(" + x + ", %w: Tensor[(17, 7), float32]) { %0 = multiply(%x, " + meta_f32(3, {7}) +
+                     "); nn.dense(%0, %w) }",
+                 data},
                 "forward, weight a parameter");
   // The weight's bytes are unknown (print(mod) without metadata): nothing to fold into.
-  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, meta[relay.Constant][9] /* ty=Tensor[(17, 7), float32] */); multiply(%0, " +
-                     meta_f32(5, {17}) + ") }", data},
+  check_no_fold({"def @main(" + x +
+                     ") { %0 = nn.dense(%x, meta[relay.Constant][9] /* ty=Tensor[(17, 7), float32] */); multiply(%0, " +
+                     meta_f32(5, {17}) + ") }",
+                 data},
                 "weight without data");
   // The scale is not a constant.
-  check_no_fold({"def @main(" + x + ", %s: Tensor[(17), float32]) { %0 = nn.dense(%x, " + w + "); multiply(%0, %s) }", data}, "backward, scale a parameter");
-  check_no_fold({"def @main(" + x + ", %s: Tensor[(7), float32]) { %0 = multiply(%x, %s); nn.dense(%0, " + w + ") }", data}, "forward, scale a parameter");
+  check_no_fold(
+      {"def @main(" + x + ", %s: Tensor[(17), float32]) { %0 = nn.dense(%x, " + w + "); multiply(%0, %s) }", data},
+      "backward, scale a parameter");
+  check_no_fold(
+      {"def @main(" + x + ", %s: Tensor[(7), float32]) { %0 = multiply(%x, %s); nn.dense(%0, " + w + ") }", data},
+      "forward, scale a parameter");
   // The unscaled value has another consumer.
-  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = multiply(%0, " + meta_f32(5, {17}) + "); (%1, %0) }", data},
-                "backward, the dense read elsewhere too");
-  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = nn.bias_add(%0, " + meta_f32(1, {17}) + "); %2 = multiply(%1, " +
-                     meta_f32(5, {17}) + "); (%2, exp(%1)) }", data},
+  check_no_fold(
+      {"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = multiply(%0, " + meta_f32(5, {17}) + "); (%1, %0) }",
+       data},
+      "backward, the dense read elsewhere too");
+  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = nn.bias_add(%0, " + meta_f32(1, {17}) +
+                     "); %2 = multiply(%1, " + meta_f32(5, {17}) + "); (%2, exp(%1)) }",
+                 data},
                 "backward, the bias_add read elsewhere too");
-  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = nn.bias_add(%0, " + meta_f32(1, {17}) + "); %2 = multiply(%1, " +
-                     meta_f32(5, {17}) + "); (%2, %0) }", data},
+  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = nn.bias_add(%0, " + meta_f32(1, {17}) +
+                     "); %2 = multiply(%1, " + meta_f32(5, {17}) + "); (%2, %0) }",
+                 data},
                 "backward, the dense under the bias read elsewhere too");
-  check_no_fold({"def @main(" + x + ") { %0 = multiply(%x, " + meta_f32(3, {7}) + "); %1 = nn.dense(%0, " + w + "); (%1, %0) }", data},
-                "forward, the scaled data read elsewhere too");
+  check_no_fold(
+      {"def @main(" + x + ") { %0 = multiply(%x, " + meta_f32(3, {7}) + "); %1 = nn.dense(%0, " + w + "); (%1, %0) }",
+       data},
+      "forward, the scaled data read elsewhere too");
   // The bias is not a constant; a bias_add on another axis.
-  check_no_fold({"def @main(" + x + ", %b: Tensor[(17), float32]) { %0 = nn.dense(%x, " + w + "); %1 = nn.bias_add(%0, %b); multiply(%1, " +
-                     meta_f32(5, {17}) + ") }", data},
+  check_no_fold({"def @main(" + x + ", %b: Tensor[(17), float32]) { %0 = nn.dense(%x, " + w +
+                     "); %1 = nn.bias_add(%0, %b); multiply(%1, " + meta_f32(5, {17}) + ") }",
+                 data},
                 "backward, bias a parameter");
-  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = add(%0, " + meta_f32(4, {3, 17}) + "); multiply(%1, " + meta_f32(5, {17}) +
-                     ") }", data},
+  check_no_fold({"def @main(" + x + ") { %0 = nn.dense(%x, " + w + "); %1 = add(%0, " + meta_f32(4, {3, 17}) +
+                     "); multiply(%1, " + meta_f32(5, {17}) + ") }",
+                 data},
                 "backward, an added constant that varies along the rows");
   // Integers: the scaled weight could overflow its dtype.
-  check_no_fold({"def @main(%x: Tensor[(3, 7), int32]) { %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(17, 7), int32] */); multiply(%0, 3) }",
+  check_no_fold({"def @main(%x: Tensor[(3, 7), int32]) { %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(17, "
+                 "7), int32] */); multiply(%0, 3) }",
                  {data_of(dtype::int32(), {17, 7}, std::vector<std::int32_t>(17 * 7, 5))}},
                 "integer dense");
   // Nothing to do at all.
@@ -1056,7 +1165,8 @@ TEST_CASE("fold_scale_axis: the folded program's header matches the interpreter"
 
 // ---- CombineParallelDense ------------------------------------------------------------------------
 
-TEST_CASE("combine_parallel_dense: the seed's program; equal in value to TVM's stack/batch_matmul form, fewer kernels") {
+TEST_CASE(
+    "combine_parallel_dense: the seed's program; equal in value to TVM's stack/batch_matmul form, fewer kernels") {
   const auto programs = seed_001_section("1.8. CombineParallelDense", "1.9. CombineParallelConv2D");
   if (programs.empty()) {
     MESSAGE("skipped: no seed 001 at " FUSE_SEEDS_DIR);
@@ -1083,7 +1193,8 @@ TEST_CASE("combine_parallel_dense: the seed's program; equal in value to TVM's s
   const std::size_t before_kernels = make_plan(before).kernels.size();
   const std::size_t tvm_kernels = fuse::test::check_compiled(tvm_after, "seed_combine_tvm_after").kernels;
   const std::size_t our_kernels = fuse::test::check_compiled(ours, "seed_combine_ours").kernels;
-  MESSAGE("seed 001 CombineParallelDense: kernels before " << before_kernels << ", TVM's after " << tvm_kernels << ", ours " << our_kernels);
+  MESSAGE("seed 001 CombineParallelDense: kernels before " << before_kernels << ", TVM's after " << tvm_kernels
+                                                           << ", ours " << our_kernels);
   if (tvm_kernels && our_kernels) CHECK(our_kernels <= tvm_kernels);
 }
 
@@ -1094,10 +1205,11 @@ TEST_CASE("combine_parallel_dense: 2 and 3 branches of different units, paramete
       "  %0 = nn.dense(%x, %w1, units=7);\n  %1 = nn.dense(%x, %w2);\n  %2 = sigmoid(%0);\n  (%2, %1)\n}";
   module m = parse("two.relay", two);
   combine_parallel_dense(m);
-  const module want = parse("want.relay",
-                            "def @main(%x: Tensor[(3, 5), float32], %w1: Tensor[(7, 5), float32], %w2: Tensor[(17, 5), float32]) {\n"
-                            "  %0 = (%w1, %w2);\n  %1 = concatenate(%0, axis=0);\n  %2 = nn.dense(%x, %1, units=24);\n"
-                            "  %3 = split(%2, indices_or_sections=[7], axis=1);\n  %4 = sigmoid(%3.0);\n  (%4, %3.1)\n}");
+  const module want =
+      parse("want.relay",
+            "def @main(%x: Tensor[(3, 5), float32], %w1: Tensor[(7, 5), float32], %w2: Tensor[(17, 5), float32]) {\n"
+            "  %0 = (%w1, %w2);\n  %1 = concatenate(%0, axis=0);\n  %2 = nn.dense(%x, %1, units=24);\n"
+            "  %3 = split(%2, indices_or_sections=[7], axis=1);\n  %4 = sigmoid(%3.0);\n  (%4, %3.1)\n}");
   CHECK_MESSAGE(structurally_equal(m, want), print(m));
   check_semantics(two, [](module& x) { combine_parallel_dense(x); });
 
@@ -1105,12 +1217,14 @@ TEST_CASE("combine_parallel_dense: 2 and 3 branches of different units, paramete
   // weight, one bias_add of one constant bias, then the split.
   auto g = fuse::test::rng(23);
   program p;
-  p.constants = {random_f32({1, 6}, g), random_f32({7, 6}, g), random_f32({17, 6}, g), random_f32({1}, g), random_f32({7}, g), random_f32({17}, g)};
+  p.constants = {random_f32({1, 6}, g), random_f32({7, 6}, g), random_f32({17, 6}, g),
+                 random_f32({1}, g),    random_f32({7}, g),    random_f32({17}, g)};
   p.text = "def @main(%x: Tensor[(2, 3, 6), float32]) {\n";
   for (int i = 0; i < 3; ++i) {
     const std::int64_t n = p.constants[static_cast<std::size_t>(i)].shape[0];
     p.text += "  %d" + std::to_string(i) + " = nn.dense(%x, " + meta_f32(static_cast<std::size_t>(i), {n, 6}) + ");\n";
-    p.text += "  %b" + std::to_string(i) + " = nn.bias_add(%d" + std::to_string(i) + ", " + meta_f32(static_cast<std::size_t>(3 + i), {n}) + ", axis=-1);\n";
+    p.text += "  %b" + std::to_string(i) + " = nn.bias_add(%d" + std::to_string(i) + ", " +
+              meta_f32(static_cast<std::size_t>(3 + i), {n}) + ", axis=-1);\n";
   }
   p.text += "  %0 = tanh(%b1);\n  (%b0, %0, %b2)\n}";
   module before = load(p), after = load(p);
@@ -1127,26 +1241,32 @@ TEST_CASE("combine_parallel_dense: 2 and 3 branches of different units, paramete
   const auto split = calls_of(after, {"split"});
   REQUIRE(split.size() == 1);
   CHECK(split[0]->args[0] == bias[0]);
-  CHECK(split[0]->checked.str() == "(Tensor[(2, 3, 1), float32], Tensor[(2, 3, 7), float32], Tensor[(2, 3, 17), float32])");
+  CHECK(split[0]->checked.str() ==
+        "(Tensor[(2, 3, 1), float32], Tensor[(2, 3, 7), float32], Tensor[(2, 3, 17), float32])");
   CHECK(count_calls(after, "concatenate") == 0);  // folded into constants
   check_same_results(before, after, 23);
   check_round_trip(after, "combined with biases");
   CHECK(fuse::test::check_compiled(after, "combined_three").kernels >= 1);
 }
 
-TEST_CASE("combine_parallel_dense: min_num_branches, other inputs, dtypes, consumers, partial biases, cycles, closures") {
+TEST_CASE(
+    "combine_parallel_dense: min_num_branches, other inputs, dtypes, consumers, partial biases, cycles, closures") {
   auto unchanged = [](const std::string& text, int min_branches, const std::string& why) {
     CAPTURE(why);
     module m = parse("a.relay", text);
     combine_parallel_dense(m, min_branches);
     CHECK_MESSAGE(structurally_equal(m, parse("b.relay", text)), print(m));
   };
-  const std::string params = "%x: Tensor[(4, 6), float32], %y: Tensor[(4, 6), float32], %w1: Tensor[(3, 6), float32], %w2: Tensor[(5, 6), float32], "
-                             "%w3: Tensor[(9, 6), float32]";
+  const std::string params =
+      "%x: Tensor[(4, 6), float32], %y: Tensor[(4, 6), float32], %w1: Tensor[(3, 6), float32], %w2: Tensor[(5, 6), "
+      "float32], "
+      "%w3: Tensor[(9, 6), float32]";
   // min_num_branches: 2 branches stay under 3; 3 branches combine under 3.
   const std::string pair = "def @main(" + params + ") { %0 = nn.dense(%x, %w1); %1 = nn.dense(%x, %w2); (%0, %1) }";
   unchanged(pair, 3, "two branches, at least three wanted");
-  const std::string three = "def @main(" + params + ") { %0 = nn.dense(%x, %w1); %1 = nn.dense(%x, %w2); %2 = nn.dense(%x, %w3); (%0, %1, %2) }";
+  const std::string three =
+      "def @main(" + params +
+      ") { %0 = nn.dense(%x, %w1); %1 = nn.dense(%x, %w2); %2 = nn.dense(%x, %w3); (%0, %1, %2) }";
   {
     module m = parse("a.relay", three);
     combine_parallel_dense(m, 3);
@@ -1156,27 +1276,40 @@ TEST_CASE("combine_parallel_dense: min_num_branches, other inputs, dtypes, consu
   unchanged(three, 4, "three branches, at least four wanted");
   // A single dense; denses on different inputs.
   unchanged("def @main(" + params + ") { nn.dense(%x, %w1) }", 1, "one dense");
-  unchanged("def @main(" + params + ") { %0 = nn.dense(%x, %w1); %1 = nn.dense(%y, %w2); (%0, %1) }", 2, "different inputs");
+  unchanged("def @main(" + params + ") { %0 = nn.dense(%x, %w1); %1 = nn.dense(%y, %w2); (%0, %1) }", 2,
+            "different inputs");
   // Other result dtypes are other groups.
-  unchanged("def @main(" + params + ") { %0 = nn.dense(%x, %w1); %1 = nn.dense(%x, %w2, out_dtype=\"float64\"); (%0, %1) }", 2, "other out_dtype");
+  unchanged(
+      "def @main(" + params + ") { %0 = nn.dense(%x, %w1); %1 = nn.dense(%x, %w2, out_dtype=\"float64\"); (%0, %1) }",
+      2, "other out_dtype");
   // A weight computed from a dense of the same input: combining would make a cycle.
-  unchanged("def @main(%x: Tensor[(4, 4), float32], %w: Tensor[(4, 4), float32]) { %0 = nn.dense(%x, %w); %1 = nn.dense(%x, %0); (%0, %1) }", 2,
-            "a weight computed from a branch");
+  unchanged(
+      "def @main(%x: Tensor[(4, 4), float32], %w: Tensor[(4, 4), float32]) { %0 = nn.dense(%x, %w); %1 = nn.dense(%x, "
+      "%0); (%0, %1) }",
+      2, "a weight computed from a branch");
   // A weight bound by a let (only parameters and constants are read from anywhere).
-  unchanged("def @main(" + params + ") { let %v = negative(%w2); %0 = nn.dense(%x, %w1); %1 = nn.dense(%x, %v); (%0, %1) }", 2, "a let-bound weight");
+  unchanged(
+      "def @main(" + params + ") { let %v = negative(%w2); %0 = nn.dense(%x, %w1); %1 = nn.dense(%x, %v); (%0, %1) }",
+      2, "a let-bound weight");
   // Denses inside a closure are left alone.
-  unchanged("def @main(" + params + ") { %0 = fn (%p: Tensor[(4, 6), float32]) { %1 = nn.dense(%p, %w1); %2 = nn.dense(%p, %w2); (%1, %2) }; %0(%x) }",
+  unchanged("def @main(" + params +
+                ") { %0 = fn (%p: Tensor[(4, 6), float32]) { %1 = nn.dense(%p, %w1); %2 = nn.dense(%p, %w2); (%1, %2) "
+                "}; %0(%x) }",
             2, "denses in a closure");
 
   // Weights that are constants without data (print(mod) dropped them) are not combined; a
   // constant weight with data and parameter weights form separate groups.
-  unchanged("def @main(%x: Tensor[(4, 6), float32]) { %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 6), float32] */); "
-            "%1 = nn.dense(%x, meta[relay.Constant][1] /* ty=Tensor[(5, 6), float32] */); (%0, %1) }",
-            2, "weights without data");
+  unchanged(
+      "def @main(%x: Tensor[(4, 6), float32]) { %0 = nn.dense(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 6), "
+      "float32] */); "
+      "%1 = nn.dense(%x, meta[relay.Constant][1] /* ty=Tensor[(5, 6), float32] */); (%0, %1) }",
+      2, "weights without data");
   {
     auto g = fuse::test::rng(29);
-    const program mixed{"def @main(" + params + ") { %0 = nn.dense(%x, " + meta_f32(0, {2, 6}) + "); %1 = nn.dense(%x, %w1); %2 = nn.dense(%x, %w2); "
-                        "%3 = nn.dense(%x, " + meta_f32(1, {4, 6}) + "); (%0, %1, %2, %3) }",
+    const program mixed{"def @main(" + params + ") { %0 = nn.dense(%x, " + meta_f32(0, {2, 6}) +
+                            "); %1 = nn.dense(%x, %w1); %2 = nn.dense(%x, %w2); "
+                            "%3 = nn.dense(%x, " +
+                            meta_f32(1, {4, 6}) + "); (%0, %1, %2, %3) }",
                         {random_f32({2, 6}, g), random_f32({4, 6}, g)}};
     module before = load(mixed), after = load(mixed);
     combine_parallel_dense(after);
@@ -1188,9 +1321,11 @@ TEST_CASE("combine_parallel_dense: min_num_branches, other inputs, dtypes, consu
   }
 
   // Two groups (by input), and two branches read by several consumers each.
-  const std::string groups = "def @main(" + params + ") {\n"
-                             "  %0 = nn.dense(%x, %w1);\n  %1 = nn.dense(%y, %w2);\n  %2 = nn.dense(%x, %w3);\n  %3 = nn.dense(%y, %w1);\n"
-                             "  %4 = exp(%0);\n  %5 = sigmoid(%0);\n  %6 = add(%2, %2);\n  (%4, %5, %6, %2, %1, %3)\n}";
+  const std::string groups =
+      "def @main(" + params +
+      ") {\n"
+      "  %0 = nn.dense(%x, %w1);\n  %1 = nn.dense(%y, %w2);\n  %2 = nn.dense(%x, %w3);\n  %3 = nn.dense(%y, %w1);\n"
+      "  %4 = exp(%0);\n  %5 = sigmoid(%0);\n  %6 = add(%2, %2);\n  (%4, %5, %6, %2, %1, %3)\n}";
   {
     module m = parse("a.relay", groups);
     combine_parallel_dense(m);
@@ -1201,9 +1336,11 @@ TEST_CASE("combine_parallel_dense: min_num_branches, other inputs, dtypes, consu
   }
   // Biases join only when every branch has one: here one branch has none, one bias is read
   // twice (fine: the bias_add is the dense's only consumer), so they stay on the branches.
-  const std::string partial = "def @main(" + params + ", %b1: Tensor[(3), float32], %b2: Tensor[(5), float32]) {\n"
-                              "  %0 = nn.dense(%x, %w1);\n  %1 = nn.bias_add(%0, %b1);\n  %2 = nn.dense(%x, %w2);\n  %3 = nn.relu(%2);\n"
-                              "  %4 = nn.dense(%x, %w3);\n  (%1, %3, %4, exp(%1))\n}";
+  const std::string partial =
+      "def @main(" + params +
+      ", %b1: Tensor[(3), float32], %b2: Tensor[(5), float32]) {\n"
+      "  %0 = nn.dense(%x, %w1);\n  %1 = nn.bias_add(%0, %b1);\n  %2 = nn.dense(%x, %w2);\n  %3 = nn.relu(%2);\n"
+      "  %4 = nn.dense(%x, %w3);\n  (%1, %3, %4, exp(%1))\n}";
   {
     module m = parse("a.relay", partial);
     combine_parallel_dense(m);
@@ -1214,16 +1351,21 @@ TEST_CASE("combine_parallel_dense: min_num_branches, other inputs, dtypes, consu
     check_semantics(partial, [](module& x) { combine_parallel_dense(x); });
   }
   // Biases (parameters) on every branch: concatenated, one bias_add.
-  const std::string biased = "def @main(" + params + ", %b1: Tensor[(3), float32], %b2: Tensor[(5), float32]) {\n"
-                             "  %0 = nn.dense(%x, %w1);\n  %1 = nn.bias_add(%0, %b1);\n  %2 = nn.dense(%x, %w2);\n  %3 = nn.bias_add(%2, %b2);\n"
+  const std::string biased = "def @main(" + params +
+                             ", %b1: Tensor[(3), float32], %b2: Tensor[(5), float32]) {\n"
+                             "  %0 = nn.dense(%x, %w1);\n  %1 = nn.bias_add(%0, %b1);\n  %2 = nn.dense(%x, %w2);\n  %3 "
+                             "= nn.bias_add(%2, %b2);\n"
                              "  (%1, %3)\n}";
   {
     module m = parse("a.relay", biased);
     combine_parallel_dense(m);
-    const module want = parse("w.relay", "def @main(" + params + ", %b1: Tensor[(3), float32], %b2: Tensor[(5), float32]) {\n"
-                                         "  %0 = (%w1, %w2);\n  %1 = concatenate(%0);\n  %2 = nn.dense(%x, %1);\n  %3 = (%b1, %b2);\n"
-                                         "  %4 = concatenate(%3);\n  %5 = nn.bias_add(%2, %4);\n  %6 = split(%5, indices_or_sections=[3], axis=1);\n"
-                                         "  (%6.0, %6.1)\n}");
+    const module want = parse(
+        "w.relay",
+        "def @main(" + params +
+            ", %b1: Tensor[(3), float32], %b2: Tensor[(5), float32]) {\n"
+            "  %0 = (%w1, %w2);\n  %1 = concatenate(%0);\n  %2 = nn.dense(%x, %1);\n  %3 = (%b1, %b2);\n"
+            "  %4 = concatenate(%3);\n  %5 = nn.bias_add(%2, %4);\n  %6 = split(%5, indices_or_sections=[3], axis=1);\n"
+            "  (%6.0, %6.1)\n}");
     CHECK_MESSAGE(structurally_equal(m, want), print(m));
     check_semantics(biased, [](module& x) { combine_parallel_dense(x); });
   }

@@ -37,9 +37,13 @@ const dtype i8{dtype::int_code, 8, 1}, u8{dtype::uint_code, 8, 1}, i32 = dtype::
 
 // ---- the reference: TVM v0.19's formulas, per element ---------------------------------------------
 
-std::int64_t wrap32(std::int64_t v) { return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v))); }
+std::int64_t wrap32(std::int64_t v) {
+  return static_cast<std::int32_t>(static_cast<std::uint32_t>(static_cast<std::uint64_t>(v)));
+}
 std::int64_t lowest(dtype d) { return d.is_uint() ? 0 : -(std::int64_t{1} << (d.bits - 1)); }
-std::int64_t highest(dtype d) { return d.is_uint() ? (std::int64_t{1} << d.bits) - 1 : (std::int64_t{1} << (d.bits - 1)) - 1; }
+std::int64_t highest(dtype d) {
+  return d.is_uint() ? (std::int64_t{1} << d.bits) - 1 : (std::int64_t{1} << (d.bits - 1)) - 1;
+}
 std::int64_t saturate(std::int64_t v, dtype d) { return std::clamp(v, lowest(d), highest(d)); }
 
 enum class mode { upward, tonearest };
@@ -62,19 +66,21 @@ std::int64_t fixed_point_multiply(std::int64_t x, double m, bool per_tensor, mod
     return x;
   }
   const int left = std::max(e, 0), total = std::max(-e, 0) + 31;
-  const auto p = static_cast<std::int64_t>(static_cast<std::uint64_t>(x * (std::int64_t{1} << left)) * static_cast<std::uint64_t>(sig));
+  const auto p = static_cast<std::int64_t>(static_cast<std::uint64_t>(x * (std::int64_t{1} << left)) *
+                                           static_cast<std::uint64_t>(sig));
   std::int64_t rounder = std::int64_t{1} << (total - 1);
   if (r == mode::tonearest && p < 0) rounder -= 1;
-  return wrap32(static_cast<std::int64_t>(static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(rounder)) >> total);  // wrapping, as TVM's
+  return wrap32(static_cast<std::int64_t>(static_cast<std::uint64_t>(p) + static_cast<std::uint64_t>(rounder)) >>
+                total);  // wrapping, as TVM's
 }
 
 struct requant {
   std::int32_t zin = 0, zout = 0;
   float sin = 1, sout = 1;
   mode r = mode::upward;
-  bool fp32 = false;          ///< compute_dtype float32
-  bool per_tensor = true;     ///< the input scale is a scalar
-  bool same_scale = false;    ///< the input and output scales are the same constant (no multiply)
+  bool fp32 = false;        ///< compute_dtype float32
+  bool per_tensor = true;   ///< the input scale is a scalar
+  bool same_scale = false;  ///< the input and output scales are the same constant (no multiply)
 };
 
 /// qnn.requantize of one element q to dtype out.
@@ -110,7 +116,8 @@ struct metadata_builder {
 
   std::string add(constant_data c) {
     constants.push_back(c);
-    return "meta[relay.Constant][" + std::to_string(constants.size() - 1) + "] /* ty=" + type::tensor(c.shape, c.dt).str() + " */";
+    return "meta[relay.Constant][" + std::to_string(constants.size() - 1) +
+           "] /* ty=" + type::tensor(c.shape, c.dt).str() + " */";
   }
   std::string floats(const std::vector<float>& v) {
     constant_data c;
@@ -132,7 +139,8 @@ struct metadata_builder {
   std::string program(const std::string& body) const {
     std::string text = "#[version = \"0.0.5\"]\n" + body + "\n";
     if (constants.empty()) return text;
-    std::string nodes = R"([{"type_key": ""}, {"type_key": "Map", "keys": ["relay.Constant"], "data": [2]}, {"type_key": "Array", "data": [)";
+    std::string nodes =
+        R"([{"type_key": ""}, {"type_key": "Map", "keys": ["relay.Constant"], "data": [2]}, {"type_key": "Array", "data": [)";
     for (std::size_t k = 0; k < constants.size(); ++k) nodes += (k ? ", " : "") + std::to_string(3 + k);
     nodes += "]}";
     std::string blobs;
@@ -148,7 +156,9 @@ struct metadata_builder {
 /// Whether a qnn op is still reachable (the arena keeps the replaced nodes).
 bool has_qnn(module& m) {
   for (const expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
-    if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && e->callee->name.starts_with("qnn.")) return true;
+    if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op &&
+        e->callee->name.starts_with("qnn."))
+      return true;
   return false;
 }
 
@@ -171,7 +181,8 @@ value ints(dtype d, const std::vector<std::int64_t>& shape, std::mt19937_64& g) 
   const std::int64_t lo = d == i32 ? -(1 << 20) : lowest(d), hi = d == i32 ? (1 << 20) : highest(d);
   std::uniform_int_distribution<std::int64_t> u(lo, hi);
   for (auto& x : v.i) x = u(g);
-  const std::vector<std::int64_t> edges = {lowest(d), highest(d), 0, 1, d.is_uint() ? 128 : -1, lowest(d) + 1, highest(d) - 1};
+  const std::vector<std::int64_t> edges = {lowest(d),     highest(d),    0, 1, d.is_uint() ? 128 : -1,
+                                           lowest(d) + 1, highest(d) - 1};
   for (std::size_t k = 0; k < edges.size() && k < v.i.size(); ++k) v.i[k] = edges[k];
   return v;
 }
@@ -190,7 +201,8 @@ std::size_t channel(std::size_t k, const std::vector<std::int64_t>& shape, std::
 }
 
 /// Every integer element of got equals want(k); the first mismatches are reported.
-void check_ints(const value& got, dtype d, const std::vector<std::int64_t>& shape, const std::function<std::int64_t(std::size_t)>& want) {
+void check_ints(const value& got, dtype d, const std::vector<std::int64_t>& shape,
+                const std::function<std::int64_t(std::size_t)>& want) {
   REQUIRE(got.dt == d);
   REQUIRE(got.shape == shape);
   std::size_t bad = 0;
@@ -200,13 +212,15 @@ void check_ints(const value& got, dtype d, const std::vector<std::int64_t>& shap
   }
   CHECK(bad == 0);
 }
-void check_floats(const value& got, const std::vector<std::int64_t>& shape, const std::function<float(std::size_t)>& want) {
+void check_floats(const value& got, const std::vector<std::int64_t>& shape,
+                  const std::function<float(std::size_t)>& want) {
   REQUIRE(got.dt == f32);
   REQUIRE(got.shape == shape);
   std::size_t bad = 0;
   for (std::size_t k = 0; k < got.f.size(); ++k) {
     const float w = want(k);
-    if (static_cast<float>(got.f[k]) != w && ++bad <= 5) MESSAGE("element " << k << ": got " << got.f[k] << ", TVM's formula gives " << w);
+    if (static_cast<float>(got.f[k]) != w && ++bad <= 5)
+      MESSAGE("element " << k << ": got " << got.f[k] << ", TVM's formula gives " << w);
   }
   CHECK(bad == 0);
 }
@@ -251,11 +265,14 @@ TEST_CASE("qnn.quantize: round(x / scale) + zero point, clipped: ties away from 
     std::vector<float> s = random_scales(n, 0.01, 0.08, g);
     std::vector<std::int64_t> z = random_zps(n, out.is_uint() ? 100 : -20, out.is_uint() ? 160 : 20, g);
     metadata_builder meta;
-    const std::string st = per_channel ? meta.floats(s) : lit(s[0]), zt = per_channel ? meta.ints(i32, {static_cast<std::int64_t>(n)}, z) : lit(z[0]);
-    module m = legalized(meta.program("def @main(%x: Tensor[(7, 17), float32]) {\n  qnn.quantize(%x, " + st + ", " + zt + ", axis=" +
-                                      std::to_string(axis) + ", out_dtype=\"" + out.name() + "\")\n}"));
+    const std::string st = per_channel ? meta.floats(s) : lit(s[0]),
+                      zt = per_channel ? meta.ints(i32, {static_cast<std::int64_t>(n)}, z) : lit(z[0]);
+    module m =
+        legalized(meta.program("def @main(%x: Tensor[(7, 17), float32]) {\n  qnn.quantize(%x, " + st + ", " + zt +
+                               ", axis=" + std::to_string(axis) + ", out_dtype=\"" + out.name() + "\")\n}"));
     value x = floats(shape, 10.0, g);  // |x| / scale up to 1000: saturates both ways
-    for (std::size_t k = 0; k < 7; ++k) x.f[k] = static_cast<float>((static_cast<double>(k) - 3.5) * s[per_channel && axis == 1 ? k : 0]);
+    for (std::size_t k = 0; k < 7; ++k)
+      x.f[k] = static_cast<float>((static_cast<double>(k) - 3.5) * s[per_channel && axis == 1 ? k : 0]);
     check_ints(run(m, {x}), out, shape, [&](std::size_t k) {
       const std::size_t c = per_channel ? channel(k, shape, axis) : 0;
       const float q = std::round(static_cast<float>(x.f[k]) / s[c]);
@@ -278,9 +295,10 @@ TEST_CASE("qnn.dequantize: (q - zero point) * scale, per tensor and per channel,
     std::vector<float> s = random_scales(n, 0.001, 0.5, g);
     std::vector<std::int64_t> z = random_zps(n, in.is_uint() ? 100 : -20, in.is_uint() ? 160 : 20, g);
     metadata_builder meta;
-    const std::string st = per_channel ? meta.floats(s) : lit(s[0]), zt = per_channel ? meta.ints(i32, {static_cast<std::int64_t>(n)}, z) : lit(z[0]);
-    module m = legalized(meta.program("def @main(%q: Tensor[(7, 17), " + in.name() + "]) {\n  qnn.dequantize(%q, " + st + ", " + zt +
-                                      ", axis=" + std::to_string(axis) + ")\n}"));
+    const std::string st = per_channel ? meta.floats(s) : lit(s[0]),
+                      zt = per_channel ? meta.ints(i32, {static_cast<std::int64_t>(n)}, z) : lit(z[0]);
+    module m = legalized(meta.program("def @main(%q: Tensor[(7, 17), " + in.name() + "]) {\n  qnn.dequantize(%q, " +
+                                      st + ", " + zt + ", axis=" + std::to_string(axis) + ")\n}"));
     const value q = ints(in, shape, g);
     check_floats(run(m, {q}), shape, [&](std::size_t k) {
       const std::size_t c = per_channel ? channel(k, shape, axis) : 0;
@@ -300,9 +318,9 @@ TEST_CASE("qnn.requantize: ties of both rounding modes, by hand, fixed point and
     std::vector<std::int64_t> out;
   };
   const std::vector<want> cases = {
-      {"0.75f", "UPWARD", {-2, -1, -1, 0, 1, 2, 2}},   {"0.75f", "TONEAREST", {-2, -2, -1, 0, 1, 2, 2}},
-      {"0.5f", "UPWARD", {-1, -1, 0, 0, 1, 1, 2}},      {"0.5f", "TONEAREST", {-2, -1, -1, 0, 1, 1, 2}},
-      {"0.375f", "UPWARD", {-1, -1, 0, 0, 0, 1, 1}},    {"0.375f", "TONEAREST", {-1, -1, 0, 0, 0, 1, 1}},
+      {"0.75f", "UPWARD", {-2, -1, -1, 0, 1, 2, 2}}, {"0.75f", "TONEAREST", {-2, -2, -1, 0, 1, 2, 2}},
+      {"0.5f", "UPWARD", {-1, -1, 0, 0, 1, 1, 2}},   {"0.5f", "TONEAREST", {-2, -1, -1, 0, 1, 1, 2}},
+      {"0.375f", "UPWARD", {-1, -1, 0, 0, 0, 1, 1}}, {"0.375f", "TONEAREST", {-1, -1, 0, 0, 0, 1, 1}},
   };
   value x = value::tensor(i32, {7});
   x.i = {-3, -2, -1, 0, 1, 2, 3};
@@ -313,24 +331,32 @@ TEST_CASE("qnn.requantize: ties of both rounding modes, by hand, fixed point and
       CAPTURE(w.rounding);
       // Written on the call, and as the pass's option for "None".
       module a = legalized("def @main(%x: Tensor[(7), int32]) { qnn.requantize(%x, " + std::string(w.in_scale) +
-                           ", 0, 1f, 0, rounding=\"" + w.rounding + "\", compute_dtype=\"" + compute + "\", out_dtype=\"int32\") }");
+                           ", 0, 1f, 0, rounding=\"" + w.rounding + "\", compute_dtype=\"" + compute +
+                           "\", out_dtype=\"int32\") }");
       CHECK(run(a, {x}).i == w.out);
-      module b = legalized("def @main(%x: Tensor[(7), int32]) { qnn.requantize(%x, " + std::string(w.in_scale) + ", 0, 1f, 0, out_dtype=\"int32\") }",
+      module b = legalized("def @main(%x: Tensor[(7), int32]) { qnn.requantize(%x, " + std::string(w.in_scale) +
+                               ", 0, 1f, 0, out_dtype=\"int32\") }",
                            qnn_options{w.rounding, compute});
       CHECK(run(b, {x}).i == w.out);
     }
   // With zero points: (q - 3) * 0.5 + 10, q = 0 -> -1.5 + 10 -> UPWARD 9 (-1 + 10), TONEAREST 8.
   value q = value::tensor(i8, {1});
   q.i = {0};
-  CHECK(run(legalized("def @main(%q: Tensor[(1), int8]) { qnn.requantize(%q, 0.5f, 3, 1f, 10) }"), {q}).i == std::vector<std::int64_t>{9});
-  CHECK(run(legalized("def @main(%q: Tensor[(1), int8]) { qnn.requantize(%q, 0.5f, 3, 1f, 10, rounding=\"TONEAREST\") }"), {q}).i ==
-        std::vector<std::int64_t>{8});
-  // The default ("None") is UPWARD: TVM's RequantizeConfig.
-  CHECK(run(legalized("def @main(%q: Tensor[(1), int8]) { qnn.requantize(%q, 0.5f, 3, 1f, 10, rounding=\"None\") }"), {q}).i ==
+  CHECK(run(legalized("def @main(%q: Tensor[(1), int8]) { qnn.requantize(%q, 0.5f, 3, 1f, 10) }"), {q}).i ==
         std::vector<std::int64_t>{9});
+  CHECK(
+      run(legalized("def @main(%q: Tensor[(1), int8]) { qnn.requantize(%q, 0.5f, 3, 1f, 10, rounding=\"TONEAREST\") }"),
+          {q})
+          .i == std::vector<std::int64_t>{8});
+  // The default ("None") is UPWARD: TVM's RequantizeConfig.
+  CHECK(
+      run(legalized("def @main(%q: Tensor[(1), int8]) { qnn.requantize(%q, 0.5f, 3, 1f, 10, rounding=\"None\") }"), {q})
+          .i == std::vector<std::int64_t>{9});
 }
 
-TEST_CASE("qnn.requantize: random inputs against TVM's formulas (dtypes, zero points, per channel, both modes, int64 and float32)") {
+TEST_CASE(
+    "qnn.requantize: random inputs against TVM's formulas (dtypes, zero points, per channel, both modes, int64 and "
+    "float32)") {
   auto g = fuse::test::rng(103);
   const std::vector<std::int64_t> shape{7, 17};
   int run_count = 0;
@@ -355,11 +381,12 @@ TEST_CASE("qnn.requantize: random inputs against TVM's formulas (dtypes, zero po
             metadata_builder meta;
             const std::string st = layout ? meta.floats(sin) : lit(sin[0]);
             const std::string zt = layout ? meta.ints(i32, {static_cast<std::int64_t>(n)}, zin) : lit(zin[0]);
-            module m = legalized(meta.program("def @main(%q: " + tensor_type(shape, in) + ") {\n  qnn.requantize(%q, " + st + ", " + zt + ", " +
-                                              lit(sout) + ", " + lit(zout) + ", axis=" + std::to_string(axis) + ", out_dtype=\"" +
-                                              out.name() + "\")\n}"),
+            module m = legalized(meta.program("def @main(%q: " + tensor_type(shape, in) + ") {\n  qnn.requantize(%q, " +
+                                              st + ", " + zt + ", " + lit(sout) + ", " + lit(zout) + ", axis=" +
+                                              std::to_string(axis) + ", out_dtype=\"" + out.name() + "\")\n}"),
                                  qnn_options{name_of(r), fp32 ? "float32" : "int64"});
-            const value q = ints(in, shape, g);  // int32: INT32_MIN and MAX first, where subtracting the zero point wraps
+            const value q =
+                ints(in, shape, g);  // int32: INT32_MIN and MAX first, where subtracting the zero point wraps
             check_ints(run(m, {q}), out, shape, [&](std::size_t k) {
               const std::size_t c = layout ? channel(k, shape, axis) : 0;
               requant p;
@@ -388,7 +415,8 @@ TEST_CASE("qnn.requantize: full-range int32 inputs (the last bit of the fixed-po
     for (const mode r : {mode::upward, mode::tonearest}) {
       CAPTURE(sin);
       CAPTURE(name_of(r));
-      module m = legalized("def @main(%q: Tensor[(17, 7), int32]) { qnn.requantize(%q, " + lit(sin) + ", 5, 1f, -7, out_dtype=\"int32\") }",
+      module m = legalized("def @main(%q: Tensor[(17, 7), int32]) { qnn.requantize(%q, " + lit(sin) +
+                               ", 5, 1f, -7, out_dtype=\"int32\") }",
                            qnn_options{name_of(r), "int64"});
       check_ints(run(m, {q}), i32, {17, 7}, [&](std::size_t k) {
         requant p;
@@ -408,7 +436,8 @@ TEST_CASE("qnn.dense: the int32 product with the zero-point terms (scalar and pe
     std::vector<std::int64_t> zw;  // 1 value, or 7 (per output channel)
   };
   const std::vector<variant> variants = {
-      {i8, i8, 7, 5, {-3}}, {u8, i8, 1, 128, {-7, 0, 1, 2, 3, -128, 127}}, {i8, u8, 7, 0, {4}}, {i8, i8, 7, 2, {0}},
+      {i8, i8, 7, 5, {-3}}, {u8, i8, 1, 128, {-7, 0, 1, 2, 3, -128, 127}},
+      {i8, u8, 7, 0, {4}},  {i8, i8, 7, 2, {0}},
       {i8, i8, 7, 0, {0}},  {u8, u8, 7, 255, {255}},
   };
   for (const variant& v : variants) {
@@ -419,13 +448,15 @@ TEST_CASE("qnn.dense: the int32 product with the zero-point terms (scalar and pe
     metadata_builder meta;
     const std::string zw = v.zw.size() == 1 ? lit(v.zw[0]) : meta.ints(i32, {7}, v.zw);
     const std::vector<std::int64_t> xs{v.rows, 17}, ws{7, 17}, os{v.rows, 7};
-    module m = legalized(meta.program("def @main(%x: " + tensor_type(xs, v.x) + ", %w: " + tensor_type(ws, v.w) + ") {\n  qnn.dense(%x, %w, " +
-                                      lit(v.zx) + ", " + zw + ", 0.5f, 0.25f, units=7)\n}"));
+    module m =
+        legalized(meta.program("def @main(%x: " + tensor_type(xs, v.x) + ", %w: " + tensor_type(ws, v.w) +
+                               ") {\n  qnn.dense(%x, %w, " + lit(v.zx) + ", " + zw + ", 0.5f, 0.25f, units=7)\n}"));
     const value x = ints(v.x, xs, g), w = ints(v.w, ws, g);
     check_ints(run(m, {x, w}), i32, os, [&](std::size_t k) {
       const std::size_t i = k / 7, n = k % 7;
       std::int64_t acc = 0;
-      for (std::size_t q = 0; q < 17; ++q) acc += (x.i[i * 17 + q] - v.zx) * (w.i[n * 17 + q] - v.zw[v.zw.size() == 1 ? 0 : n]);
+      for (std::size_t q = 0; q < 17; ++q)
+        acc += (x.i[i * 17 + q] - v.zx) * (w.i[n * 17 + q] - v.zw[v.zw.size() == 1 ? 0 : n]);
       return wrap32(acc);
     });
   }
@@ -435,7 +466,8 @@ TEST_CASE("qnn.dense: the int32 product with the zero-point terms (scalar and pe
   std::uniform_int_distribution<std::int64_t> u(-128, 127);
   for (auto& x : wv) x = u(g);
   const std::string wt = meta.ints(i8, {7, 17}, wv);
-  module m = legalized(meta.program("def @main(%x: Tensor[(7, 17), int8]) {\n  qnn.dense(%x, " + wt + ", -9, 6, 0.5f, 0.25f)\n}"));
+  module m = legalized(
+      meta.program("def @main(%x: Tensor[(7, 17), int8]) {\n  qnn.dense(%x, " + wt + ", -9, 6, 0.5f, 0.25f)\n}"));
   int sums = 0;
   for (const expr* e : pass_detail::post_order({m.find("main")->fn})) sums += is_op_call(e, "sum");
   CHECK(sums == 1);  // the data's
@@ -454,8 +486,9 @@ TEST_CASE("qnn.batch_matmul: the int32 batched product with the zero-point terms
     bool ta, tb;
     std::int64_t by, zx, zy;
   };
-  const std::vector<variant> variants = {{i8, i8, false, true, 2, 3, -5},  {u8, i8, false, true, 1, 128, 7},  {i8, i8, false, true, 2, 0, 9},
-                                         {i8, i8, false, true, 2, -4, 0}, {i8, u8, true, false, 2, 11, 200}, {u8, u8, true, true, 2, 1, 255}};
+  const std::vector<variant> variants = {{i8, i8, false, true, 2, 3, -5},   {u8, i8, false, true, 1, 128, 7},
+                                         {i8, i8, false, true, 2, 0, 9},    {i8, i8, false, true, 2, -4, 0},
+                                         {i8, u8, true, false, 2, 11, 200}, {u8, u8, true, true, 2, 1, 255}};
   const std::int64_t b = 2, mm = 7, nn = 1, kk = 17;
   for (const variant& v : variants) {
     CAPTURE(v.x.name());
@@ -464,14 +497,18 @@ TEST_CASE("qnn.batch_matmul: the int32 batched product with the zero-point terms
     CAPTURE(v.by);
     CAPTURE(v.zx);
     CAPTURE(v.zy);
-    const std::vector<std::int64_t> xs = v.ta ? std::vector<std::int64_t>{b, kk, mm} : std::vector<std::int64_t>{b, mm, kk};
-    const std::vector<std::int64_t> ys = v.tb ? std::vector<std::int64_t>{v.by, nn, kk} : std::vector<std::int64_t>{v.by, kk, nn};
-    module m = legalized("def @main(%x: " + tensor_type(xs, v.x) + ", %y: " + tensor_type(ys, v.y) + ") {\n  qnn.batch_matmul(%x, %y, " +
-                         lit(v.zx) + ", " + lit(v.zy) + ", 0.5f, 0.25f, transpose_a=" + (v.ta ? "True" : "False") +
+    const std::vector<std::int64_t> xs =
+        v.ta ? std::vector<std::int64_t>{b, kk, mm} : std::vector<std::int64_t>{b, mm, kk};
+    const std::vector<std::int64_t> ys =
+        v.tb ? std::vector<std::int64_t>{v.by, nn, kk} : std::vector<std::int64_t>{v.by, kk, nn};
+    module m = legalized("def @main(%x: " + tensor_type(xs, v.x) + ", %y: " + tensor_type(ys, v.y) +
+                         ") {\n  qnn.batch_matmul(%x, %y, " + lit(v.zx) + ", " + lit(v.zy) +
+                         ", 0.5f, 0.25f, transpose_a=" + (v.ta ? "True" : "False") +
                          ", transpose_b=" + (v.tb ? "True" : "False") + ")\n}");
     const value x = ints(v.x, xs, g), y = ints(v.y, ys, g);
     check_ints(run(m, {x, y}), i32, {b, mm, nn}, [&](std::size_t k) {
-      const std::int64_t p = static_cast<std::int64_t>(k) / (mm * nn), i = static_cast<std::int64_t>(k) / nn % mm, j = static_cast<std::int64_t>(k) % nn;
+      const std::int64_t p = static_cast<std::int64_t>(k) / (mm * nn), i = static_cast<std::int64_t>(k) / nn % mm,
+                         j = static_cast<std::int64_t>(k) % nn;
       const std::int64_t py = v.by == 1 ? 0 : p;
       std::int64_t acc = 0;
       for (std::int64_t q = 0; q < kk; ++q) {
@@ -486,14 +523,16 @@ TEST_CASE("qnn.batch_matmul: the int32 batched product with the zero-point terms
 
 // ---- add, mul, concatenate -----------------------------------------------------------------------------
 
-TEST_CASE("qnn.add and qnn.mul: both inputs requantized to the output parameters (add), the product requantized (mul)") {
+TEST_CASE(
+    "qnn.add and qnn.mul: both inputs requantized to the output parameters (add), the product requantized (mul)") {
   auto g = fuse::test::rng(106);
   const std::vector<std::int64_t> shape{7, 17};
   int variant = 0;
   for (const dtype d : {i8, u8})
     for (const mode r : {mode::upward, mode::tonearest})
       for (const bool fp32 : {false, true})
-        for (int layout = 0; layout < 3; ++layout, ++variant) {  // per tensor; lhs per channel (add) / both (mul); rhs [17] broadcast
+        for (int layout = 0; layout < 3;
+             ++layout, ++variant) {  // per tensor; lhs per channel (add) / both (mul); rhs [17] broadcast
           CAPTURE(d.name());
           CAPTURE(name_of(r));
           CAPTURE(fp32);
@@ -503,7 +542,8 @@ TEST_CASE("qnn.add and qnn.mul: both inputs requantized to the output parameters
           const std::vector<float> sa = random_scales(n, 0.01, 0.2, g), sb = random_scales(n, 0.01, 0.2, g);
           const float sc = random_scales(1, 0.02, 0.3, g)[0];
           const std::int64_t lo = d.is_uint() ? 90 : -40, hi = d.is_uint() ? 170 : 40;
-          const std::int64_t za = random_zps(1, lo, hi, g)[0], zb = random_zps(1, lo, hi, g)[0], zc = random_zps(1, lo, hi, g)[0];
+          const std::int64_t za = random_zps(1, lo, hi, g)[0], zb = random_zps(1, lo, hi, g)[0],
+                             zc = random_zps(1, lo, hi, g)[0];
           const qnn_options opt{name_of(r), fp32 ? "float32" : "int64"};
           const value a = ints(d, shape, g), b = ints(d, rshape, g);
           auto b_at = [&](std::size_t k) { return b.i[layout == 2 ? k % 17 : k]; };
@@ -516,10 +556,11 @@ TEST_CASE("qnn.add and qnn.mul: both inputs requantized to the output parameters
             const bool rhs_same = is_add && variant % 3 == 0;
             const std::string sbt = rhs_same ? lit(sc) : n > 1 && !is_add ? meta.floats(sb) : lit(sb[0]);
             const std::string zbt = rhs_same ? lit(zc) : lit(zb);
-            module m = legalized(meta.program("def @main(%a: " + tensor_type(shape, d) + ", %b: " + tensor_type(rshape, d) + ") {\n  " + op +
-                                              "(%a, %b, " + sat + ", " + lit(za) + ", " + sbt + ", " + zbt + ", " + lit(sc) + ", " + lit(zc) +
-                                              ")\n}"),
-                                 opt);
+            module m =
+                legalized(meta.program("def @main(%a: " + tensor_type(shape, d) + ", %b: " + tensor_type(rshape, d) +
+                                       ") {\n  " + op + "(%a, %b, " + sat + ", " + lit(za) + ", " + sbt + ", " + zbt +
+                                       ", " + lit(sc) + ", " + lit(zc) + ")\n}"),
+                          opt);
             check_ints(run(m, {a, b}), d, shape, [&](std::size_t k) {
               const std::size_t c = n > 1 ? k % 17 : 0;
               requant p;
@@ -554,7 +595,9 @@ TEST_CASE("qnn.concatenate: each input requantized to the output parameters unle
       CAPTURE(tuple_variable);
       const std::string types = "Tensor[(7, 17), int8], Tensor[(7, 1), int8], Tensor[(7, 5), int8]";
       const std::string data = tuple_variable ? "%t" : "(%a, %b, %c)";
-      const std::string params = tuple_variable ? "%t: (" + types + ")" : "%a: Tensor[(7, 17), int8], %b: Tensor[(7, 1), int8], %c: Tensor[(7, 5), int8]";
+      const std::string params = tuple_variable
+                                     ? "%t: (" + types + ")"
+                                     : "%a: Tensor[(7, 17), int8], %b: Tensor[(7, 1), int8], %c: Tensor[(7, 5), int8]";
       // a has the output's parameters; b and c are requantized (c from a 0 zero point).
       module m = legalized("def @main(" + params + ") {\n  qnn.concatenate(" + data +
                                ", (0.125f, 0.3f, 0.0625f), (-3, 17, 0), 0.125f, -3, axis=1)\n}",
@@ -603,7 +646,9 @@ def @main(%q: Tensor[(2, 7, 17), int8], %k: Tensor[(2, 7, 17), int8], %vt: Tenso
   qnn.requantize(%5, 0.0001953125f, 0, 0.02f, 0, rounding="TONEAREST", out_dtype="int8")
 })";
   for (const auto& [name, text, options] : std::vector<std::tuple<std::string, std::string, qnn_options>>{
-           {"linear", linear, qnn_options{}}, {"linear_float32", linear, qnn_options{"UPWARD", "float32"}}, {"attention", attention, qnn_options{}}}) {
+           {"linear", linear, qnn_options{}},
+           {"linear_float32", linear, qnn_options{"UPWARD", "float32"}},
+           {"attention", attention, qnn_options{}}}) {
     CAPTURE(name);
     module m = parse(name + ".relay", text);
     legalize_qnn(m, options);
@@ -618,31 +663,42 @@ TEST_CASE("qnn legalization errors: located at the call, saying what is needed")
     std::string text;
     std::string message;
   };
-  const std::string x8 = "def @main(%x: Tensor[(7, 17), int8], %s: float32, %z: int32, %f: Tensor[(7, 17), float32]) {\n  ";
+  const std::string x8 =
+      "def @main(%x: Tensor[(7, 17), int8], %s: float32, %z: int32, %f: Tensor[(7, 17), float32]) {\n  ";
   const std::vector<bad> cases = {
-      {x8 + "qnn.requantize(%x, %s, 0, 0.5f, 0)\n}", "qnn.requantize: the input scale must be a constant: its value is needed here to compute the requantization multiplier, and it is the variable %s"},
+      {x8 + "qnn.requantize(%x, %s, 0, 0.5f, 0)\n}",
+       "qnn.requantize: the input scale must be a constant: its value is needed here to compute the requantization "
+       "multiplier, and it is the variable %s"},
       {x8 + "qnn.requantize(%x, 0.5f, 0, %s, 0)\n}", "the output scale must be a constant"},
-      {x8 + "qnn.requantize(%x, 0.5f, 0, meta[relay.Constant][0] /* ty=float32 */, 0)\n}", "the output scale is a constant without data"},
+      {x8 + "qnn.requantize(%x, 0.5f, 0, meta[relay.Constant][0] /* ty=float32 */, 0)\n}",
+       "the output scale is a constant without data"},
       {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f)\n}", "qnn.requantize takes 5 arguments, not 4"},
-      {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f, 0, rounding=\"DOWNWARD\")\n}", "rounding \"DOWNWARD\" is not supported"},
-      {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f, 0, compute_dtype=\"int32\")\n}", "compute_dtype \"int32\" is not supported"},
+      {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f, 0, rounding=\"DOWNWARD\")\n}",
+       "rounding \"DOWNWARD\" is not supported"},
+      {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f, 0, compute_dtype=\"int32\")\n}",
+       "compute_dtype \"int32\" is not supported"},
       {x8 + "qnn.requantize(%x, 0.5f, 0, 0f, 0)\n}", "the output scale is 0"},
       {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f, 0, axis=2)\n}", "axis 2 is out of range for rank 2"},
-      {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f, 0, out_dtype=\"int64\")\n}", "out_dtype must be int8, uint8, int16 or int32, not int64"},
+      {x8 + "qnn.requantize(%x, 0.5f, 0, 0.25f, 0, out_dtype=\"int64\")\n}",
+       "out_dtype must be int8, uint8, int16 or int32, not int64"},
       {x8 + "qnn.dequantize(%x, 0.5f, 0f)\n}", "qnn.dequantize: the zero point must be int32, not float32"},
       {x8 + "qnn.quantize(%f, 1, 0)\n}", "qnn.quantize: the scale must be float32, not int32"},
       {x8 + "qnn.quantize(%x, 0.5f, 0)\n}", "qnn.quantize: quantizes a float tensor, not int8"},
       {x8 + "qnn.dense(%f, %x, 0, 0, 0.5f, 0.5f)\n}", "qnn.dense: the data must be int8 or uint8, not float32"},
-      {x8 + "qnn.dense(%x, %x, 0, 0, 0.5f, 0.5f, out_dtype=\"int64\")\n}", "out_dtype int64 is not supported (int32 only)"},
+      {x8 + "qnn.dense(%x, %x, 0, 0, 0.5f, 0.5f, out_dtype=\"int64\")\n}",
+       "out_dtype int64 is not supported (int32 only)"},
       {x8 + "qnn.dense(%x, %x, %s, 0, 0.5f, 0.5f)\n}", "the input zero point must be int32, not float32"},
-      {"def @main(%x: Tensor[(2, 7, 17), int8], %y: Tensor[(2, 5, 17), int8], %z: Tensor[(5), int32]) {\n  qnn.batch_matmul(%x, %y, 0, %z, 0.5f, 0.5f, transpose_b=True)\n}",
+      {"def @main(%x: Tensor[(2, 7, 17), int8], %y: Tensor[(2, 5, 17), int8], %z: Tensor[(5), int32]) {\n  "
+       "qnn.batch_matmul(%x, %y, 0, %z, 0.5f, 0.5f, transpose_b=True)\n}",
        "qnn.batch_matmul: the y zero point must be a scalar, not Tensor[(5), int32]"},
       {x8 + "qnn.add(%x, %x, %s, 0, 0.5f, 0, 0.25f, 0)\n}", "qnn.add: the lhs scale must be a constant"},
       {x8 + "qnn.add(%x, %x, 0.25f, 0, 0.5f, %z, %s, 0)\n}", "qnn.add: the output scale must be a constant"},
       {x8 + "qnn.mul(%x, %x, 0.5f, 0, 0.5f, 0, %s, 0)\n}", "qnn.mul: the output scale must be a constant"},
-      {"def @main(%x: Tensor[(7, 17), int8], %s: (float32, float32)) {\n  qnn.concatenate((%x, %x), %s, (0, 0), 0.5f, 0)\n}",
+      {"def @main(%x: Tensor[(7, 17), int8], %s: (float32, float32)) {\n  qnn.concatenate((%x, %x), %s, (0, 0), 0.5f, "
+       "0)\n}",
        "qnn.concatenate: the input scales must be written as a tuple (s0, s1, ...)"},
-      {x8 + "qnn.concatenate((%x, %x), (0.5f, %s), (0, 0), 0.25f, 0)\n}", "qnn.concatenate: the input 1 scale must be a constant"},
+      {x8 + "qnn.concatenate((%x, %x), (0.5f, %s), (0, 0), 0.25f, 0)\n}",
+       "qnn.concatenate: the input 1 scale must be a constant"},
   };
   for (const bad& b : cases) {
     CAPTURE(b.text);
@@ -661,11 +717,15 @@ TEST_CASE("qnn legalization errors: located at the call, saying what is needed")
   const std::string s5 = meta.floats({0.1f, 0.2f, 0.3f, 0.4f, 0.5f});
   const std::string s17 = meta.floats(std::vector<float>(17, 0.25f));
   for (const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
-           {"qnn.requantize(%x, " + s5 + ", 0, 0.5f, 0, axis=1)", "the input scale has 5 values for axis 1 of extent 17"},
+           {"qnn.requantize(%x, " + s5 + ", 0, 0.5f, 0, axis=1)",
+            "the input scale has 5 values for axis 1 of extent 17"},
            {"qnn.dequantize(%x, " + s5 + ", 0, axis=-1)", "the scale has 5 values for axis 1 of extent 17"},
-           {"qnn.mul(%x, %y, " + s17 + ", 0, " + s17 + ", 0, 0.5f, 0, lhs_axis=1, rhs_axis=0)", "per-channel scales need lhs_axis equal to rhs_axis"}}) {
+           {"qnn.mul(%x, %y, " + s17 + ", 0, " + s17 + ", 0, 0.5f, 0, lhs_axis=1, rhs_axis=0)",
+            "per-channel scales need lhs_axis equal to rhs_axis"}}) {
     CAPTURE(body);
-    module m = parse("bad.relay", meta.program("def @main(%x: Tensor[(17, 17), int8], %y: Tensor[(17, 17), int8]) {\n  " + body + "\n}"));
+    module m =
+        parse("bad.relay",
+              meta.program("def @main(%x: Tensor[(17, 17), int8], %y: Tensor[(17, 17), int8]) {\n  " + body + "\n}"));
     try {
       legalize_qnn(m);
       FAIL("no error");
@@ -678,7 +738,8 @@ TEST_CASE("qnn legalization errors: located at the call, saying what is needed")
 
 TEST_CASE("qnn legalization: constant expressions count as constants; a program without qnn ops is left alone") {
   // A scale written as an expression of constants is its value.
-  module m = legalized("def @main(%q: Tensor[(3), int32]) { qnn.requantize(%q, divide(1f, 4f), 0, 1f, 0, out_dtype=\"int32\") }");
+  module m = legalized(
+      "def @main(%q: Tensor[(3), int32]) { qnn.requantize(%q, divide(1f, 4f), 0, 1f, 0, out_dtype=\"int32\") }");
   value q = value::tensor(i32, {3});
   q.i = {-6, 2, 6};  // * 0.25 = -1.5, 0.5, 1.5: UPWARD
   CHECK(run(m, {q}).i == std::vector<std::int64_t>{-1, 1, 2});
@@ -696,19 +757,23 @@ TEST_CASE("fixed_point_multiply: TVM's q_multiply_shift in int64, rounding upwar
   value x = value::tensor(i32, {17, 7});
   for (auto& v : x.i) v = u(g);
   x.i[0] = INT32_MIN, x.i[1] = INT32_MAX, x.i[2] = 0, x.i[3] = -1, x.i[4] = 1;
-  for (const auto& [multiplier, shift] : std::vector<std::pair<std::int64_t, int>>{{1518500250, -3}, {1073741824, 0}, {2147483647, 2}, {1, -31}, {0, 5}}) {
+  for (const auto& [multiplier, shift] : std::vector<std::pair<std::int64_t, int>>{
+           {1518500250, -3}, {1073741824, 0}, {2147483647, 2}, {1, -31}, {0, 5}}) {
     CAPTURE(multiplier);
     CAPTURE(shift);
-    module m = legalized("def @main(%x: Tensor[(17, 7), int32]) { fixed_point_multiply(%x, multiplier=" + std::to_string(multiplier) +
-                         ", shift=" + std::to_string(shift) + ") }");
+    module m = legalized("def @main(%x: Tensor[(17, 7), int32]) { fixed_point_multiply(%x, multiplier=" +
+                         std::to_string(multiplier) + ", shift=" + std::to_string(shift) + ") }");
     check_ints(run(m, {x}), i32, {17, 7}, [&](std::size_t k) {
       const int left = std::max(shift, 0), total = 31 + std::max(-shift, 0);
-      const auto p = static_cast<std::int64_t>(static_cast<std::uint64_t>(x.i[k] * (std::int64_t{1} << left)) * static_cast<std::uint64_t>(multiplier));
-      return wrap32(static_cast<std::int64_t>(static_cast<std::uint64_t>(p) + (std::uint64_t{1} << (total - 1))) >> total);
+      const auto p = static_cast<std::int64_t>(static_cast<std::uint64_t>(x.i[k] * (std::int64_t{1} << left)) *
+                                               static_cast<std::uint64_t>(multiplier));
+      return wrap32(static_cast<std::int64_t>(static_cast<std::uint64_t>(p) + (std::uint64_t{1} << (total - 1))) >>
+                    total);
     });
   }
   // By hand: 0.75 = 1610612736 * 2^-31; 3 * 0.75 = 2.25 -> 2, -3 * 0.75 = -2.25 -> -2, 2 * 0.75 = 1.5 -> 2 (upward).
-  module m = legalized("def @main(%x: Tensor[(4), int32]) { fixed_point_multiply(%x, multiplier=1610612736, shift=0) }");
+  module m =
+      legalized("def @main(%x: Tensor[(4), int32]) { fixed_point_multiply(%x, multiplier=1610612736, shift=0) }");
   value h = value::tensor(i32, {4});
   h.i = {3, -3, 2, -2};
   CHECK(run(m, {h}).i == std::vector<std::int64_t>{2, -2, 2, -1});

@@ -84,8 +84,10 @@ std::string metadata_section(const std::string& version) {
   c.shape = {1};
   c.bytes.resize(4);
   c.set_real(0, 1.0);
-  return "#[metadata]\n{\"root\": 1, \"nodes\": [{\"type_key\": \"\"}, {\"type_key\": \"Map\", \"keys\": [\"relay.Constant\"], "
-         "\"data\": [2]}, {\"type_key\": \"Array\", \"data\": [3]}, {\"type_key\": \"relay.Constant\", \"attrs\": {\"data\": \"0\"}}], "
+  return "#[metadata]\n{\"root\": 1, \"nodes\": [{\"type_key\": \"\"}, {\"type_key\": \"Map\", \"keys\": "
+         "[\"relay.Constant\"], "
+         "\"data\": [2]}, {\"type_key\": \"Array\", \"data\": [3]}, {\"type_key\": \"relay.Constant\", \"attrs\": "
+         "{\"data\": \"0\"}}], "
          "\"b64ndarrays\": [\"" +
          encode_ndarray_base64(c) + "\"], \"attrs\": {\"tvm_version\": \"" + version + "\"}}\n";
 }
@@ -94,10 +96,13 @@ std::string metadata_section(const std::string& version) {
 
 // ---- 1. attribute defaults ---------------------------------------------------------------------------
 
-TEST_CASE("nn.batch_matmul without transpose attributes is a x b (BatchMatmulAttrs' C++ defaults); before TVM 0.8 it was a x b^T") {
+TEST_CASE(
+    "nn.batch_matmul without transpose attributes is a x b (BatchMatmulAttrs' C++ defaults); before TVM 0.8 it was a x "
+    "b^T") {
   // Square heads: the type check cannot tell the two readings apart, only the values can.
-  const std::string body = "def @main(%a: Tensor[(2, 4, 4), float32], %b: Tensor[(2, 4, 4), float32]) {\n"
-                           "  add(nn.batch_matmul(%a, %b), meta[relay.Constant][0] /* ty=Tensor[(1), float32] */)\n}\n";
+  const std::string body =
+      "def @main(%a: Tensor[(2, 4, 4), float32], %b: Tensor[(2, 4, 4), float32]) {\n"
+      "  add(nn.batch_matmul(%a, %b), meta[relay.Constant][0] /* ty=Tensor[(1), float32] */)\n}\n";
   const value a = random_floats({2, 4, 4}, 1), b = random_floats({2, 4, 4}, 2);
   auto run = [&](const std::string& text) {
     module m = checked(text);
@@ -111,15 +116,17 @@ TEST_CASE("nn.batch_matmul without transpose attributes is a x b (BatchMatmulAtt
   check_close(run("#[version = \"0.0.5\"]\n" + body + metadata_section("0.7.0")), abt);
   check_close(run("v0.0.4\n" + body + metadata_section("")), abt);
   // Explicit attributes are read as written, whatever the version.
-  const std::string explicit_tb = "def @main(%a: Tensor[(2, 4, 4), float32], %b: Tensor[(2, 4, 4), float32]) {\n"
-                                  "  nn.batch_matmul(%a, %b, transpose_b=True)\n}\n";
+  const std::string explicit_tb =
+      "def @main(%a: Tensor[(2, 4, 4), float32], %b: Tensor[(2, 4, 4), float32]) {\n"
+      "  nn.batch_matmul(%a, %b, transpose_b=True)\n}\n";
   {
     module m = checked("#[version = \"0.0.5\"]\n" + explicit_tb);
     check_close(interpreter(m).run("main", {a, b}), batch_product(a, b, true));
   }
   // The generated header reads the default as the interpreter does.
-  module m = checked("#[version = \"0.0.5\"]\ndef @main(%a: Tensor[(2, 4, 4), float32], %b: Tensor[(2, 4, 4), float32]) {\n"
-                     "  nn.batch_matmul(%a, %b)\n}\n");
+  module m = checked(
+      "#[version = \"0.0.5\"]\ndef @main(%a: Tensor[(2, 4, 4), float32], %b: Tensor[(2, 4, 4), float32]) {\n"
+      "  nn.batch_matmul(%a, %b)\n}\n");
   fuse::test::check_compiled(m, "batch_matmul_default");
 }
 
@@ -145,7 +152,8 @@ TEST_CASE("a chain where each value is read twice compiles to a header linear in
     std::string a = "%x", b = "%y";
     for (int i = 0; i < n; ++i) {
       const std::string op = n == 14 ? "add(" : "subtract(";
-      t += i + 1 < n ? "  %" + std::to_string(i) + " = " + op + b + ", " + a + ");\n" : "  " + op + b + ", " + a + ")\n";
+      t +=
+          i + 1 < n ? "  %" + std::to_string(i) + " = " + op + b + ", " + a + ");\n" : "  " + op + b + ", " + a + ")\n";
       a = b;
       b = "%" + std::to_string(i);
     }
@@ -175,7 +183,8 @@ TEST_CASE("a chain where each value is read twice compiles to a header linear in
 
 // ---- 3. ops over scalar constants ---------------------------------------------------------------------
 
-TEST_CASE("ops whose operands are all scalar constants fold or emit as nodes of their dtype, never a header that fails") {
+TEST_CASE(
+    "ops whose operands are all scalar constants fold or emit as nodes of their dtype, never a header that fails") {
   module m = checked(R"(#[version = "0.0.5"]
 def @main(%x: Tensor[(3, 4), float32], %i: Tensor[(3, 4), int32], %h: Tensor[(3, 4), float16]) {
   %0 = add(1, 1);
@@ -218,17 +227,23 @@ TEST_CASE("float literals beyond their dtype's range and repeated attribute keys
     }
     return std::string("no error");
   };
-  CHECK(error_of("def @main(%x: float32) { add(%x, 3.40283e+38f32) }").find("3.40283e+38 is out of range for float32") != std::string::npos);
-  CHECK(error_of("def @main(%x: float32) { add(%x, 3.40283e+38f) }").find("out of range for float32") != std::string::npos);
-  CHECK(error_of("def @main(%x: float16) { add(%x, 65505f16) }").find("65505 is out of range for float16") != std::string::npos);
-  CHECK(error_of("def @main(%x: float16) { add(%x, -65505f16) }").find("out of range for float16") != std::string::npos);
+  CHECK(
+      error_of("def @main(%x: float32) { add(%x, 3.40283e+38f32) }").find("3.40283e+38 is out of range for float32") !=
+      std::string::npos);
+  CHECK(error_of("def @main(%x: float32) { add(%x, 3.40283e+38f) }").find("out of range for float32") !=
+        std::string::npos);
+  CHECK(error_of("def @main(%x: float16) { add(%x, 65505f16) }").find("65505 is out of range for float16") !=
+        std::string::npos);
+  CHECK(error_of("def @main(%x: float16) { add(%x, -65505f16) }").find("out of range for float16") !=
+        std::string::npos);
   // The largest finite values and infinities are fine.
   CHECK(error_of("def @main(%x: float16) { add(%x, 65504f16) }") == "no error");
   CHECK(error_of("def @main(%x: float32) { add(%x, 3.40282e+38f) }") == "no error");
   CHECK(error_of("def @main(%x: float32) { add(%x, inff) }") == "no error");
   CHECK(error_of("def @main(%x: float64) { add(%x, 1e300f64) }") == "no error");
-  const std::string dup = error_of("def @main(%x: Tensor[(2, 3), int8], %w: Tensor[(4, 3), int8]) {\n"
-                                   "  nn.dense(%x, %w, out_dtype=\"int32\", units=None, out_dtype=\"int8\")\n}");
+  const std::string dup = error_of(
+      "def @main(%x: Tensor[(2, 3), int8], %w: Tensor[(4, 3), int8]) {\n"
+      "  nn.dense(%x, %w, out_dtype=\"int32\", units=None, out_dtype=\"int8\")\n}");
   CHECK(dup.find("test.relay:2:51: error: attribute out_dtype is given twice") != std::string::npos);
 }
 
@@ -284,19 +299,23 @@ def @main(%x: Tensor[(3, 8), float32], %fc.weight: Tensor[(5, 8), float32], %fc.
     bind_params(bad, wrong, "w.params");
     FAIL("a weight of the wrong shape was bound");
   } catch (const error& e) {
-    CHECK(std::string(e.what()).find("w.params: weight \"fc.weight\" is Tensor[(8, 5), float32], but parameter %fc.weight is Tensor[(5, 8), float32]") !=
-          std::string::npos);
+    CHECK(std::string(e.what()).find("w.params: weight \"fc.weight\" is Tensor[(8, 5), float32], but parameter "
+                                     "%fc.weight is Tensor[(5, 8), float32]") != std::string::npos);
   }
   std::vector<params::entry> wrong_dtype = {{"meta_relay_Constant_0", random_constant(dtype::int32(), {3, 5}, 6)}};
-  module bad2 = parse("test.relay", R"(def @main(%x: Tensor[(3, 5), float32]) { add(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 5), float32] */) })");
+  module bad2 = parse(
+      "test.relay",
+      R"(def @main(%x: Tensor[(3, 5), float32]) { add(%x, meta[relay.Constant][0] /* ty=Tensor[(3, 5), float32] */) })");
   CHECK_THROWS_WITH_AS(bind_params(bad2, wrong_dtype, "w.npz"),
-                       doctest::Contains("weight \"meta_relay_Constant_0\" is Tensor[(3, 5), int32], but meta[relay.Constant][0] is Tensor[(3, 5), float32]"),
+                       doctest::Contains("weight \"meta_relay_Constant_0\" is Tensor[(3, 5), int32], but "
+                                         "meta[relay.Constant][0] is Tensor[(3, 5), float32]"),
                        error);
 }
 
 #ifdef FUSE_RELAY_TOOL
 TEST_CASE("fuse-relay compile/check/run --params: save_param_dict and .npz, constants printed without data") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_relay_params_" + std::to_string(fuse::test::base_seed()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_params_" + std::to_string(fuse::test::base_seed()));
   std::filesystem::create_directories(dir / "in");
   const std::string model = (dir / "model.relay").string();
   std::ofstream(model) << R"(#[version = "0.0.5"]
@@ -317,12 +336,14 @@ def @main(%x: Tensor[(3, 8), float32], %fc.weight: Tensor[(5, 8), float32], %fc.
     const fuse::test::tool_run c = fuse::test::run_tool("check " + model + " --params " + (dir / file).string());
     INFO(c.out << c.err);
     CHECK(c.status == 0);
-    const fuse::test::tool_run h = fuse::test::run_tool("compile " + model + " --params " + (dir / file).string() + " -o " + (dir / "m.hpp").string());
+    const fuse::test::tool_run h = fuse::test::run_tool("compile " + model + " --params " + (dir / file).string() +
+                                                        " -o " + (dir / "m.hpp").string());
     CHECK(h.status == 0);
     const std::string header = fuse::test::read_text_file(dir / "m.hpp");
     // The weights are constants of the model now: packed once, gone from the call's inputs.
     CHECK(header.find("fc_weight") == std::string::npos);
-    CHECK(header.find("void operator()(fuse::tensor_view<const float, 2> x, fuse::tensor_view<float, 2> out0)") != std::string::npos);
+    CHECK(header.find("void operator()(fuse::tensor_view<const float, 2> x, fuse::tensor_view<float, 2> out0)") !=
+          std::string::npos);
     CHECK(header.find("fuse::pack(") != std::string::npos);
   }
   // Without the constant's data or annotation: the located error of before, naming it.
@@ -334,17 +355,21 @@ def @main(%x: Tensor[(3, 8), float32], %fc.weight: Tensor[(5, 8), float32], %fc.
   npy::write_file((dir / "in" / "fc.weight.npy").string(), w[0].data);
   npy::write_file((dir / "in" / "fc.bias.npy").string(), w[1].data);
   npy::write_file((dir / "in" / "meta_relay_Constant_0.npy").string(), w[2].data);
-  const fuse::test::tool_run r = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() + " --outputs " + (dir / "out").string());
+  const fuse::test::tool_run r = fuse::test::run_tool("run " + model + " --inputs " + (dir / "in").string() +
+                                                      " --outputs " + (dir / "out").string());
   INFO(r.err);
   CHECK(r.status == 0);
-  const fuse::test::tool_run rp = fuse::test::run_tool("run " + model + " --params " + (dir / "w.params").string() + " --inputs " +
-                                                       (dir / "in").string() + " --outputs " + (dir / "out2").string());
+  const fuse::test::tool_run rp =
+      fuse::test::run_tool("run " + model + " --params " + (dir / "w.params").string() + " --inputs " +
+                           (dir / "in").string() + " --outputs " + (dir / "out2").string());
   CHECK(rp.status == 0);
-  const constant_data o1 = npy::read_file((dir / "out" / "out0.npy").string()), o2 = npy::read_file((dir / "out2" / "out0.npy").string());
+  const constant_data o1 = npy::read_file((dir / "out" / "out0.npy").string()),
+                      o2 = npy::read_file((dir / "out2" / "out0.npy").string());
   CHECK(o1.bytes == o2.bytes);
   // A file that is neither format: a clear error, exit 1.
   std::ofstream(dir / "junk.params") << "not weights";
-  const fuse::test::tool_run junk = fuse::test::run_tool("check " + model + " --params " + (dir / "junk.params").string());
+  const fuse::test::tool_run junk =
+      fuse::test::run_tool("check " + model + " --params " + (dir / "junk.params").string());
   CHECK(junk.status == 1);
   CHECK(junk.err.find("junk.params") != std::string::npos);
   std::filesystem::remove_all(dir);
@@ -352,8 +377,10 @@ def @main(%x: Tensor[(3, 8), float32], %fc.weight: Tensor[(5, 8), float32], %fc.
 
 // ---- 8. large constants in a weights file ------------------------------------------------------------
 
-TEST_CASE("large constants go to a weights file read when the model is constructed; a missing or foreign file is an error") {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fuse_relay_weights_" + std::to_string(fuse::test::base_seed()));
+TEST_CASE(
+    "large constants go to a weights file read when the model is constructed; a missing or foreign file is an error") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_weights_" + std::to_string(fuse::test::base_seed()));
   std::filesystem::create_directories(dir);
   const std::string model = (dir / "model.relay").string();
   std::ofstream(model) << R"(#[version = "0.0.5"]
@@ -371,7 +398,8 @@ def @main(%x: Tensor[(7, 64), float32], %w: Tensor[(96, 64), float32], %b: Tenso
   const fuse::test::tool_run c = fuse::test::run_tool("check " + model + " --params " + (dir / "w.params").string());
   INFO(c.out << c.err);
   CHECK(c.status == 0);
-  const fuse::test::tool_run h = fuse::test::run_tool("compile " + model + " --params " + (dir / "w.params").string() + " -o " + (dir / "m.hpp").string());
+  const fuse::test::tool_run h = fuse::test::run_tool("compile " + model + " --params " + (dir / "w.params").string() +
+                                                      " -o " + (dir / "m.hpp").string());
   REQUIRE(h.status == 0);
   const std::string header = fuse::test::read_text_file(dir / "m.hpp");
   // w (24 KiB) and s (2.6 KiB... over 4 KiB? 7 x 96 x 4 = 2688 bytes: inline) : w in the file.
@@ -381,13 +409,15 @@ def @main(%x: Tensor[(7, 64), float32], %w: Tensor[(96, 64), float32], %b: Tenso
   CHECK(header.size() < 20000);  // the 6144 weights are not literals
   // A driver that constructs the model from a missing file and from another model's file.
   const std::string driver = (dir / "driver.cpp").string();
-  std::ofstream(driver) << "#include \"m.hpp\"\n#include <cstdio>\nint main(int argc, char** argv) {\n"
-                           "  try { model::model m(argv[1]); } catch (const fuse::error& e) { std::puts(e.what()); return 3; }\n"
-                           "  return 0;\n}\n";
+  std::ofstream(driver)
+      << "#include \"m.hpp\"\n#include <cstdio>\nint main(int argc, char** argv) {\n"
+         "  try { model::model m(argv[1]); } catch (const fuse::error& e) { std::puts(e.what()); return 3; }\n"
+         "  return 0;\n}\n";
   const fuse::relay::check_options o = fuse::test::model_check_options("weights_driver");
   REQUIRE(std::system((o.cxx + " " + o.flags + " -o " + (dir / "driver").string() + " " + driver).c_str()) == 0);
   auto construct = [&](const std::filesystem::path& weights) {
-    const int raw = std::system(((dir / "driver").string() + " " + weights.string() + " > " + (dir / "driver.txt").string()).c_str());
+    const int raw = std::system(
+        ((dir / "driver").string() + " " + weights.string() + " > " + (dir / "driver.txt").string()).c_str());
     return std::pair(WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, fuse::test::read_text_file(dir / "driver.txt"));
   };
   CHECK(construct(dir / "m.weights").first == 0);
@@ -397,7 +427,9 @@ def @main(%x: Tensor[(7, 64), float32], %w: Tensor[(96, 64), float32], %b: Tenso
   // The same model compiled with other weights: another id.
   const std::vector<params::entry> w2 = {{"w", random_constant(dtype::float32(), {96, 64}, 15)}, w[1], w[2]};
   params::save_param_dict((dir / "w2.params").string(), w2);
-  REQUIRE(fuse::test::run_tool("compile " + model + " --params " + (dir / "w2.params").string() + " -o " + (dir / "m2.hpp").string()).status == 0);
+  REQUIRE(fuse::test::run_tool("compile " + model + " --params " + (dir / "w2.params").string() + " -o " +
+                               (dir / "m2.hpp").string())
+              .status == 0);
   const auto foreign = construct(dir / "m2.weights");
   CHECK(foreign.first == 3);
   CHECK(foreign.second.find("was written for another model or another compile of it") != std::string::npos);
@@ -409,7 +441,8 @@ def @main(%x: Tensor[(7, 64), float32], %w: Tensor[(96, 64), float32], %b: Tenso
 
 // ---- 9. ops and forms real models use --------------------------------------------------------------
 
-TEST_CASE("variance, broadcast_to, collapse_sum_like, zeros_like/ones_like: interpreter and header against double loops") {
+TEST_CASE(
+    "variance, broadcast_to, collapse_sum_like, zeros_like/ones_like: interpreter and header against double loops") {
   module m = checked(R"(#[version = "0.0.5"]
 def @main(%x: Tensor[(3, 5, 7), float32], %b: Tensor[(5, 1), float32]) {
   %0 = mean(%x, axis=[-1], keepdims=True);
@@ -436,7 +469,8 @@ def @main(%x: Tensor[(3, 5, 7), float32], %b: Tensor[(5, 1), float32]) {
     for (std::int64_t i = 0; i < 3; ++i)
       for (std::int64_t k = 0; k < 7; ++k) s += x.f[static_cast<std::size_t>((i * 5 + j) * 7 + k)];
     CHECK(r[3].f[static_cast<std::size_t>(j)] == doctest::Approx(s).epsilon(1e-12));
-    CHECK(r[2].f[static_cast<std::size_t>(2 * 35 + j * 7 + 6)] == doctest::Approx(b.f[static_cast<std::size_t>(j)] + 1));
+    CHECK(r[2].f[static_cast<std::size_t>(2 * 35 + j * 7 + 6)] ==
+          doctest::Approx(b.f[static_cast<std::size_t>(j)] + 1));
   }
   CHECK(r[4].shape == std::vector<std::int64_t>{5, 1});
   prepare_for_planning(m);
@@ -462,17 +496,20 @@ def @main(%i: Tensor[(2, 5), int32], %x: Tensor[(4, 2, 5), float32]) {
       CHECK(r[1].f[at] == doctest::Approx(x.f[at] * 2.5));
     }
   for (std::int64_t k = 0; k < 10; ++k)
-    for (std::int64_t d = 0; d < 3; ++d) CHECK(r[2].i[static_cast<std::size_t>(k * 3 + d)] == (i.i[static_cast<std::size_t>(k)] == d ? 3 : -1));
+    for (std::int64_t d = 0; d < 3; ++d)
+      CHECK(r[2].i[static_cast<std::size_t>(k * 3 + d)] == (i.i[static_cast<std::size_t>(k)] == d ? 3 : -1));
   CHECK(r[3].i == std::vector<std::int64_t>{7, 7, 7});
   prepare_for_planning(m);
   fuse::test::check_compiled(m, "one_hot_full");
 }
 
-TEST_CASE("fixed_point_multiply on int64 (relay.quantize's realize): TVM's q_multiply_shift, the int32 result widened") {
+TEST_CASE(
+    "fixed_point_multiply on int64 (relay.quantize's realize): TVM's q_multiply_shift, the int32 result widened") {
   // The TIR lowering: x * M in int64, + 2^(30 - s), >> (31 - s), truncated to int32.
   const std::int64_t multiplier = 1518500250, shift = -3;
-  module m = checked("def @main(%x: Tensor[(9), int64]) { fixed_point_multiply(%x, multiplier=" + std::to_string(multiplier) +
-                     ", shift=" + std::to_string(shift) + ") }");
+  module m =
+      checked("def @main(%x: Tensor[(9), int64]) { fixed_point_multiply(%x, multiplier=" + std::to_string(multiplier) +
+              ", shift=" + std::to_string(shift) + ") }");
   legalize_qnn(m);
   value x = value::tensor(dtype::int64(), {9});
   x.i = {0, 1, -1, 12345, -12345, 2147483647, -2147483648LL, 17179869184LL, -987654321};
@@ -481,8 +518,8 @@ TEST_CASE("fixed_point_multiply on int64 (relay.quantize's realize): TVM's q_mul
   for (std::size_t k = 0; k < 9; ++k) {
     const std::int64_t t = 31 - shift;
     // In int64 with wraparound, as the TIR computes it (17179869184 * M wraps).
-    const auto p = static_cast<std::int64_t>(static_cast<std::uint64_t>(x.i[k]) * static_cast<std::uint64_t>(multiplier) +
-                                             (std::uint64_t{1} << (t - 1)));
+    const auto p = static_cast<std::int64_t>(
+        static_cast<std::uint64_t>(x.i[k]) * static_cast<std::uint64_t>(multiplier) + (std::uint64_t{1} << (t - 1)));
     const std::int64_t y = p >> t;
     CHECK(r.i[k] == static_cast<std::int64_t>(static_cast<std::int32_t>(static_cast<std::uint32_t>(y))));
   }
@@ -521,9 +558,11 @@ def @main(%x: Tensor[(4, 6), float32], %y: Tensor[(4, 6), float32], %c: bool) {
   CHECK(p.kernels.size() == 1);
   fuse::test::check_compiled(m, "closure_let_if");
   // An if over tuples has no where form: refused where it is written.
-  module t = checked(R"(def @main(%x: Tensor[(2), float32], %c: bool) { %0 = if (%c) { (%x, %x) } else { (%x, %x) }; %0.0 })");
+  module t =
+      checked(R"(def @main(%x: Tensor[(2), float32], %c: bool) { %0 = if (%c) { (%x, %x) } else { (%x, %x) }; %0.0 })");
   prepare_for_planning(t);
-  CHECK_THROWS_WITH_AS(make_plan(t), doctest::Contains("an if is compiled only over a 0-d bool condition and tensor branches"), error);
+  CHECK_THROWS_WITH_AS(
+      make_plan(t), doctest::Contains("an if is compiled only over a 0-d bool condition and tensor branches"), error);
 }
 
 TEST_CASE("TVM's count runs EliminateCommonSubexpr first, as relay.build does") {

@@ -257,7 +257,8 @@ TEST_CASE("tvm planner: max_depth") {
   // k + 1 <= max_depth. So the first group holds exactly max_depth ops and the rest start over.
   auto chain = [](int n) {
     std::string s = "def @main(%x: Tensor[(4, 8), float32]) {\n  %0 = exp(%x);\n";
-    for (int i = 1; i < n; ++i) s += "  %" + std::to_string(i) + " = " + (i % 2 ? "sigmoid" : "exp") + "(%" + std::to_string(i - 1) + ");\n";
+    for (int i = 1; i < n; ++i)
+      s += "  %" + std::to_string(i) + " = " + (i % 2 ? "sigmoid" : "exp") + "(%" + std::to_string(i - 1) + ");\n";
     return s + "  %" + std::to_string(n - 1) + "\n}\n";
   };
   const planned p = plan_of(chain(300));
@@ -428,7 +429,8 @@ def @main(%x: Tensor[(2, 8), int8], %w: Tensor[(4, 8), int8]) {
     (void)tvm_fuse_ops(mq);
     FAIL("no error");
   } catch (const fuse::relay::error& e) {
-    CHECK(std::string(e.message()) == "the TVM planner needs qnn.dense lowered first (TVM legalizes it before FuseOps)");
+    CHECK(std::string(e.message()) ==
+          "the TVM planner needs qnn.dense lowered first (TVM legalizes it before FuseOps)");
   }
 }
 
@@ -450,7 +452,8 @@ TEST_CASE("tvm planner: corpus programs that type-check") {
     module m = parse_file((dir / name).string());
     typecheck(m);
     const tvm_plan plan = tvm_fuse_ops(m);
-    MESSAGE(name << ": tvm kernels " << plan.kernels() << " (" << describe(plan) << ", " << plan.primitives.size() << " existing primitive)");
+    MESSAGE(name << ": tvm kernels " << plan.kernels() << " (" << describe(plan) << ", " << plan.primitives.size()
+                 << " existing primitive)");
     CHECK(plan.kernels() == expected);
   }
 }
@@ -458,7 +461,8 @@ TEST_CASE("tvm planner: corpus programs that type-check") {
 TEST_CASE("tvm planner: a 100k-deep chain takes constant stack") {
   constexpr int n = 100000;
   std::string s = "def @main(%x: Tensor[(2, 2), float32]) {\n  %0 = exp(%x);\n";
-  for (int i = 1; i < n; ++i) s += "  %" + std::to_string(i) + " = " + (i % 3 ? "sigmoid" : "negative") + "(%" + std::to_string(i - 1) + ");\n";
+  for (int i = 1; i < n; ++i)
+    s += "  %" + std::to_string(i) + " = " + (i % 3 ? "sigmoid" : "negative") + "(%" + std::to_string(i - 1) + ");\n";
   s += "  %" + std::to_string(n - 1) + "\n}\n";
   const planned p = plan_of(s);
   // Groups of 256 from the start: 390 full ones and 160 left over.

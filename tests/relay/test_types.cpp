@@ -14,7 +14,9 @@ using namespace fuse::relay;
 
 namespace {
 
-type tensor(std::vector<std::int64_t> shape, const char* dt = "float32") { return type::tensor(std::move(shape), *dtype::parse(dt)); }
+type tensor(std::vector<std::int64_t> shape, const char* dt = "float32") {
+  return type::tensor(std::move(shape), *dtype::parse(dt));
+}
 
 /// A module under construction: variables, op calls, and one definition around a body.
 struct builder {
@@ -107,7 +109,8 @@ TEST_CASE("types: dense, matmul, batch_matmul and bias_add") {
   }
   {
     builder b;  // transpose_b=True as TVM's text writes it; a batch of 1 broadcasts
-    auto* m = b.call("nn.batch_matmul", {b.var("a", tensor({1, 5, 8})), b.var("b", tensor({12, 3, 8}))}, {{"transpose_b", attr::boolean(true)}});
+    auto* m = b.call("nn.batch_matmul", {b.var("a", tensor({1, 5, 8})), b.var("b", tensor({12, 3, 8}))},
+                     {{"transpose_b", attr::boolean(true)}});
     CHECK(b.check(m) == tensor({12, 5, 3}));
   }
   {
@@ -115,13 +118,15 @@ TEST_CASE("types: dense, matmul, batch_matmul and bias_add") {
     auto* m = b.call("nn.batch_matmul", {b.var("a", tensor({1, 5, 8})), b.var("b", tensor({12, 8, 3}))});
     CHECK(b.check(m) == tensor({12, 5, 3}));
     builder c;
-    const std::string e = error_of(c, c.call("nn.batch_matmul", {c.var("a", tensor({1, 5, 8})), c.var("b", tensor({12, 3, 8}))}));
+    const std::string e =
+        error_of(c, c.call("nn.batch_matmul", {c.var("a", tensor({1, 5, 8})), c.var("b", tensor({12, 3, 8}))}));
     CHECK(e.find("the reduction extents differ") != std::string::npos);
   }
   {
     builder b;
-    const std::string e = error_of(b, b.call("nn.batch_matmul", {b.var("a", tensor({2, 5, 8})), b.var("b", tensor({3, 3, 8}))},
-                                             {{"transpose_b", attr::boolean(true)}}));
+    const std::string e =
+        error_of(b, b.call("nn.batch_matmul", {b.var("a", tensor({2, 5, 8})), b.var("b", tensor({3, 3, 8}))},
+                           {{"transpose_b", attr::boolean(true)}}));
     CHECK(e.find("batch extents 2 and 3 do not broadcast") != std::string::npos);
   }
   {
@@ -129,7 +134,8 @@ TEST_CASE("types: dense, matmul, batch_matmul and bias_add") {
     auto* x = b.var("x", tensor({2, 6, 5}));
     CHECK(b.check(b.call("nn.bias_add", {x, b.var("b", tensor({6}))})) == tensor({2, 6, 5}));
     builder b2;
-    const std::string e = error_of(b2, b2.call("nn.bias_add", {b2.var("x", tensor({2, 6, 5})), b2.var("b", tensor({5}))}));
+    const std::string e =
+        error_of(b2, b2.call("nn.bias_add", {b2.var("x", tensor({2, 6, 5})), b2.var("b", tensor({5}))}));
     CHECK(e.find("bias of 5 elements for axis 1 of extent 6") != std::string::npos);
   }
 }
@@ -169,7 +175,8 @@ TEST_CASE("types: broadcasting, comparisons, casts and where") {
   }
   {
     builder b;
-    CHECK(b.check(b.call("right_shift", {b.var("a", tensor({4, 1}, "int64")), b.var("b", tensor({3}, "int64"))})) == tensor({4, 3}, "int64"));
+    CHECK(b.check(b.call("right_shift", {b.var("a", tensor({4, 1}, "int64")), b.var("b", tensor({3}, "int64"))})) ==
+          tensor({4, 3}, "int64"));
   }
   {
     builder b;
@@ -178,7 +185,8 @@ TEST_CASE("types: broadcasting, comparisons, casts and where") {
   }
   {
     builder b;
-    const std::string e = error_of(b, b.call("right_shift", {b.var("a", tensor({4}, "int32")), b.var("b", tensor({4}, "int8"))}));
+    const std::string e =
+        error_of(b, b.call("right_shift", {b.var("a", tensor({4}, "int32")), b.var("b", tensor({4}, "int8"))}));
     CHECK(e.find("different dtypes, int32 and int8") != std::string::npos);
   }
 }
@@ -205,7 +213,8 @@ TEST_CASE("types: views (reshape codes, split, transpose, squeeze, strided_slice
   }
   {
     builder b;  // the seed's split: three [1, 10] sections of dense's [1, 30]
-    auto* s = b.call("split", {b.var("x", tensor({1, 30}))}, {{"indices_or_sections", attr::integer(3)}, {"axis", attr::integer(1)}});
+    auto* s = b.call("split", {b.var("x", tensor({1, 30}))},
+                     {{"indices_or_sections", attr::integer(3)}, {"axis", attr::integer(1)}});
     CHECK(b.check(b.get(s, 2)) == tensor({1, 10}));
     CHECK(s->checked == type::tuple({tensor({1, 10}), tensor({1, 10}), tensor({1, 10})}));
   }
@@ -216,12 +225,14 @@ TEST_CASE("types: views (reshape codes, split, transpose, squeeze, strided_slice
   }
   {
     builder b;
-    const std::string e = error_of(b, b.call("split", {b.var("x", tensor({1, 30}))}, {{"indices_or_sections", attr::integer(4)}, {"axis", attr::integer(1)}}));
+    const std::string e = error_of(b, b.call("split", {b.var("x", tensor({1, 30}))},
+                                             {{"indices_or_sections", attr::integer(4)}, {"axis", attr::integer(1)}}));
     CHECK(e.find("does not divide into 4 sections") != std::string::npos);
   }
   {
     builder b;
-    auto* s = b.call("split", {b.var("x", tensor({1, 30}))}, {{"indices_or_sections", attr::integer(3)}, {"axis", attr::integer(1)}});
+    auto* s = b.call("split", {b.var("x", tensor({1, 30}))},
+                     {{"indices_or_sections", attr::integer(3)}, {"axis", attr::integer(1)}});
     const std::string e = error_of(b, b.get(s, 3));
     CHECK(e.find("projection .3 of a tuple of 3 fields") != std::string::npos);
   }
@@ -229,9 +240,11 @@ TEST_CASE("types: views (reshape codes, split, transpose, squeeze, strided_slice
     builder b;
     CHECK(b.check(b.call("transpose", {b.var("x", tensor({2, 3, 4}))})) == tensor({4, 3, 2}));
     builder b2;
-    CHECK(b2.check(b2.call("transpose", {b2.var("x", tensor({2, 3, 4}))}, {{"axes", ints({0, 2, 1})}})) == tensor({2, 4, 3}));
+    CHECK(b2.check(b2.call("transpose", {b2.var("x", tensor({2, 3, 4}))}, {{"axes", ints({0, 2, 1})}})) ==
+          tensor({2, 4, 3}));
     builder b3;
-    const std::string e = error_of(b3, b3.call("transpose", {b3.var("x", tensor({2, 3, 4}))}, {{"axes", ints({0, 0, 1})}}));
+    const std::string e =
+        error_of(b3, b3.call("transpose", {b3.var("x", tensor({2, 3, 4}))}, {{"axes", ints({0, 0, 1})}}));
     CHECK(e.find("not a permutation") != std::string::npos);
   }
   {
@@ -240,24 +253,29 @@ TEST_CASE("types: views (reshape codes, split, transpose, squeeze, strided_slice
     builder b2;
     CHECK(b2.check(b2.call("squeeze", {b2.var("x", tensor({1, 3, 1}))}, {{"axis", ints({-1})}})) == tensor({1, 3}));
     builder b3;
-    CHECK(error_of(b3, b3.call("squeeze", {b3.var("x", tensor({1, 3}))}, {{"axis", ints({1})}})).find("is not 1") != std::string::npos);
+    CHECK(error_of(b3, b3.call("squeeze", {b3.var("x", tensor({1, 3}))}, {{"axis", ints({1})}})).find("is not 1") !=
+          std::string::npos);
   }
   {
     builder b;  // begin 1, end -1, stride 2 over 10: elements 1, 3, 5, 7
-    auto* s = b.call("strided_slice", {b.var("x", tensor({10, 4}))}, {{"begin", ints({1})}, {"end", ints({-1})}, {"strides", ints({2})}});
+    auto* s = b.call("strided_slice", {b.var("x", tensor({10, 4}))},
+                     {{"begin", ints({1})}, {"end", ints({-1})}, {"strides", ints({2})}});
     CHECK(b.check(s) == tensor({4, 4}));
     builder b2;  // negative stride: from 8 down to (not including) 2: 8, 5
-    auto* s2 = b2.call("strided_slice", {b2.var("x", tensor({10}))}, {{"begin", ints({8})}, {"end", ints({2})}, {"strides", ints({-3})}});
+    auto* s2 = b2.call("strided_slice", {b2.var("x", tensor({10}))},
+                       {{"begin", ints({8})}, {"end", ints({2})}, {"strides", ints({-3})}});
     CHECK(b2.check(s2) == tensor({2}));
   }
   {
     builder b;
-    auto* t = b.call("take", {b.var("x", tensor({5, 6})), b.var("i", tensor({2, 3}, "int32"))}, {{"axis", attr::integer(1)}});
+    auto* t =
+        b.call("take", {b.var("x", tensor({5, 6})), b.var("i", tensor({2, 3}, "int32"))}, {{"axis", attr::integer(1)}});
     CHECK(b.check(t) == tensor({5, 2, 3}));
   }
   {
     builder b;
-    auto* c = b.call("concatenate", {b.tuple({b.var("a", tensor({2, 3})), b.var("b", tensor({2, 5}))})}, {{"axis", attr::integer(-1)}});
+    auto* c = b.call("concatenate", {b.tuple({b.var("a", tensor({2, 3})), b.var("b", tensor({2, 5}))})},
+                     {{"axis", attr::integer(-1)}});
     CHECK(b.check(c) == tensor({2, 8}));
   }
 }
@@ -265,12 +283,13 @@ TEST_CASE("types: views (reshape codes, split, transpose, squeeze, strided_slice
 TEST_CASE("types: reductions, softmax, norms, qnn") {
   {
     builder b;
-    CHECK(b.check(b.call("mean", {b.var("x", tensor({2, 3, 4}))}, {{"axis", ints({-1})}, {"keepdims", attr::boolean(true)}})) ==
-          tensor({2, 3, 1}));
+    CHECK(b.check(b.call("mean", {b.var("x", tensor({2, 3, 4}))},
+                         {{"axis", ints({-1})}, {"keepdims", attr::boolean(true)}})) == tensor({2, 3, 1}));
     builder b2;
     CHECK(b2.check(b2.call("sum", {b2.var("x", tensor({2, 3, 4}))})) == tensor({}));
     builder b3;
-    CHECK(b3.check(b3.call("max", {b3.var("x", tensor({2, 3, 4}))}, {{"axis", ints({1})}, {"exclude", attr::boolean(true)}})) == tensor({3}));
+    CHECK(b3.check(b3.call("max", {b3.var("x", tensor({2, 3, 4}))},
+                           {{"axis", ints({1})}, {"exclude", attr::boolean(true)}})) == tensor({3}));
   }
   {
     builder b;
@@ -280,14 +299,16 @@ TEST_CASE("types: reductions, softmax, norms, qnn") {
   }
   {
     builder b;
-    auto* q = b.call("qnn.quantize", {b.var("x", tensor({4, 8})), b.var("s", tensor({})), b.var("z", tensor({}, "int32"))});
+    auto* q =
+        b.call("qnn.quantize", {b.var("x", tensor({4, 8})), b.var("s", tensor({})), b.var("z", tensor({}, "int32"))});
     CHECK(b.check(q) == tensor({4, 8}, "int8"));
   }
   {
     builder b;
-    auto* q = b.call("qnn.batch_matmul", {b.var("a", tensor({12, 128, 64}, "int8")), b.var("b", tensor({12, 128, 64}, "int8")),
-                                          b.var("za", tensor({}, "int32")), b.var("zb", tensor({}, "int32")), b.var("sa", tensor({})),
-                                          b.var("sb", tensor({}))},
+    auto* q = b.call("qnn.batch_matmul",
+                     {b.var("a", tensor({12, 128, 64}, "int8")), b.var("b", tensor({12, 128, 64}, "int8")),
+                      b.var("za", tensor({}, "int32")), b.var("zb", tensor({}, "int32")), b.var("sa", tensor({})),
+                      b.var("sb", tensor({}))},
                      {{"transpose_b", attr::boolean(true)}});
     CHECK(b.check(q) == tensor({12, 128, 128}, "int32"));
   }
@@ -299,8 +320,8 @@ TEST_CASE("types: annotations are checked, unsupported ops named, arity checked"
     auto* d = b.call("nn.dense", {b.var("x", tensor({4, 10})), b.var("w", tensor({30, 10}))});
     d->annotated = tensor({4, 31});
     const std::string e = error_of(b, d);
-    CHECK(e.find("the annotated type Tensor[(4, 31), float32] differs from the inferred type Tensor[(4, 30), float32] of nn.dense") !=
-          std::string::npos);
+    CHECK(e.find("the annotated type Tensor[(4, 31), float32] differs from the inferred type Tensor[(4, 30), float32] "
+                 "of nn.dense") != std::string::npos);
   }
   {
     builder b;
@@ -310,7 +331,8 @@ TEST_CASE("types: annotations are checked, unsupported ops named, arity checked"
   }
   {
     builder b;
-    const std::string e = error_of(b, b.call("nn.conv2d", {b.var("x", tensor({1, 3, 8, 8})), b.var("w", tensor({4, 3, 3, 3}))}));
+    const std::string e =
+        error_of(b, b.call("nn.conv2d", {b.var("x", tensor({1, 3, 8, 8})), b.var("w", tensor({4, 3, 3, 3}))}));
     CHECK(e.find("unsupported op nn.conv2d; supported ops: ") != std::string::npos);
     CHECK(e.find("nn.dense") != std::string::npos);
   }
@@ -351,7 +373,7 @@ TEST_CASE("the registry's elementwise ops come from fuse's op table: arity, patt
   CHECK(listed >= 40);
   CHECK(find_op("nn.leaky_relu")->defaults.size() == 1);
   CHECK(find_op("nn.leaky_relu")->defaults[0].second.number() == 0.25);  // Relay's C++ default
-  CHECK(find_op("clip")->defaults.empty());  // a_min and a_max are required
+  CHECK(find_op("clip")->defaults.empty());                              // a_min and a_max are required
   CHECK(find_op("add")->pattern == op_pattern::broadcast);
   CHECK(find_op("exp")->pattern == op_pattern::elemwise);
   CHECK(find_op("where")->pattern == op_pattern::broadcast);
@@ -359,7 +381,8 @@ TEST_CASE("the registry's elementwise ops come from fuse's op table: arity, patt
   // Type relations from the dtype rules: what fuse's builders would reject at compile time.
   {
     builder b;
-    CHECK(error_of(b, b.call("abs", {b.var("a", tensor({4}, "bool"))})).find("needs numeric operands, not bool") != std::string::npos);
+    CHECK(error_of(b, b.call("abs", {b.var("a", tensor({4}, "bool"))})).find("needs numeric operands, not bool") !=
+          std::string::npos);
   }
   {
     builder b;
@@ -368,8 +391,8 @@ TEST_CASE("the registry's elementwise ops come from fuse's op table: arity, patt
   }
   {
     builder b;
-    CHECK(error_of(b, b.call("round", {b.var("a", tensor({4}, "int32"))})).find("needs a floating-point input, not int32") !=
-          std::string::npos);
+    CHECK(error_of(b, b.call("round", {b.var("a", tensor({4}, "int32"))}))
+              .find("needs a floating-point input, not int32") != std::string::npos);
   }
   {
     builder b;

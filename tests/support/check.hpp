@@ -58,17 +58,25 @@ std::vector<T> edge_values() {
     return {false, true};
   } else if constexpr (is_integer_dtype<T>) {
     using L = std::numeric_limits<T>;
-    return {T(0), T(1), T(L::max()), T(L::lowest()), T(L::max() - 1), T(L::lowest() + 1), static_cast<T>(is_signed_dtype<T> ? -1 : 2)};
+    return {T(0),
+            T(1),
+            T(L::max()),
+            T(L::lowest()),
+            T(L::max() - 1),
+            T(L::lowest() + 1),
+            static_cast<T>(is_signed_dtype<T> ? -1 : 2)};
   } else {
     using L = std::numeric_limits<T>;
-    return {T(0.0), T(-0.0), T(1.0), T(-1.0), L::infinity(), T(-static_cast<double>(L::infinity())), L::quiet_NaN(),
-            L::max(), L::lowest(), L::min(), L::denorm_min(), T(0.5), T(-0.5), T(2.5), T(-2.5), T(1e-3), T(100.0), T(-100.0)};
+    return {T(0.0),         T(-0.0),  T(1.0),      T(-1.0),  L::infinity(),   T(-static_cast<double>(L::infinity())),
+            L::quiet_NaN(), L::max(), L::lowest(), L::min(), L::denorm_min(), T(0.5),
+            T(-0.5),        T(2.5),   T(-2.5),     T(1e-3),  T(100.0),        T(-100.0)};
   }
 }
 
 /// A tensor of the given extents filled from [lo, hi] with the stream of `salt`.
 template <class T = float, std::size_t R>
-tensor<T, static_cast<int>(R)> random_tensor(const index_t (&ext)[R], std::uint64_t salt, double lo = -3, double hi = 3) {
+tensor<T, static_cast<int>(R)> random_tensor(const index_t (&ext)[R], std::uint64_t salt, double lo = -3,
+                                             double hi = 3) {
   index_array<R> e{};
   for (std::size_t i = 0; i < R; ++i) e[i] = ext[i];
   tensor<T, static_cast<int>(R)> t(e);

@@ -91,9 +91,9 @@ struct bert_options {
   std::int64_t layers = 12, batch = 8, seq = 384, hidden = 768, heads = 12, ffn = 3072, vocab = 30522;
   std::int64_t max_position = 512, type_vocab = 2;
   source form = source::pytorch;
-  norm layer_norm = norm::op;                                ///< pytorch form only
+  norm layer_norm = norm::op;  ///< pytorch form only
   attention_weights qkv = attention_weights::separate;
-  precision dtype = precision::float32;                      ///< int8: pytorch form only
+  precision dtype = precision::float32;  ///< int8: pytorch form only
   std::uint64_t seed = 1;
   bool spans = true;
 };
@@ -109,9 +109,9 @@ struct generated {
   /// @main's weight parameters in signature order; for the int8 form the constants, entry i
   /// being `meta[relay.Constant][i]` (and so named).
   std::vector<params::entry> weights;
-  std::vector<tensor_spec> inputs;     ///< @main's data inputs
-  std::vector<std::string> parameters; ///< every @main parameter, in order
-  std::vector<std::string> roles;      ///< per weight: what it holds ("layer0.query.weight", ...)
+  std::vector<tensor_spec> inputs;      ///< @main's data inputs
+  std::vector<std::string> parameters;  ///< every @main parameter, in order
+  std::vector<std::string> roles;       ///< per weight: what it holds ("layer0.query.weight", ...)
 };
 
 namespace bert_detail {
@@ -196,7 +196,8 @@ class builder {
     }
     for (int p : params)
       if (!is_input[static_cast<std::size_t>(p)]) weight_order.push_back(entry_of_node.at(p));
-    const bool any_constant = std::any_of(entries_.begin(), entries_.end(), [](const entry& e) { return e.name.empty(); });
+    const bool any_constant =
+        std::any_of(entries_.begin(), entries_.end(), [](const entry& e) { return e.name.empty(); });
     printed p = print_main(g_, params, body, !any_constant);
     out.text = std::move(p.text);
     if (any_constant) weight_order = p.meta_entries;
@@ -220,7 +221,9 @@ class builder {
 class pytorch_bert : builder {
  public:
   explicit pytorch_bert(const bert_options& o)
-      : builder(o), int8_(o.dtype == bert_options::precision::int8), unpacked_(int8_ || o.layer_norm == bert_options::norm::unpacked) {}
+      : builder(o),
+        int8_(o.dtype == bert_options::precision::int8),
+        unpacked_(int8_ || o.layer_norm == bert_options::norm::unpacked) {}
 
   generated build() {
     const std::int64_t B = o_.batch, S = o_.seq, H = o_.hidden;
@@ -283,7 +286,8 @@ class pytorch_bert : builder {
   }
 
   /// A weight of the float forms: @main's parameter `SOURCE.ATTR` (span: the same name).
-  int weight(const std::string& source, const std::string& attr, const std::string& role, const shape_t& shape, const std::vector<float>& v) {
+  int weight(const std::string& source, const std::string& attr, const std::string& role, const shape_t& shape,
+             const std::vector<float>& v) {
     const std::string name = source + "." + attr;
     return parameter(name, role, float32_data(shape, v), name);
   }
@@ -327,8 +331,10 @@ class pytorch_bert : builder {
     const std::size_t H = static_cast<std::size_t>(o_.hidden);
     const std::vector<float> gv = values_.values(role + ".gamma", H, bert_weights::kind::gamma);
     const std::vector<float> bv = values_.values(role + ".beta", H);
-    const int gamma = int8_ ? constant(role + ".gamma", float32_data({o_.hidden}, gv)) : weight(source, "weight", role + ".gamma", {o_.hidden}, gv);
-    const int beta = int8_ ? constant(role + ".beta", float32_data({o_.hidden}, bv)) : weight(source, "bias", role + ".beta", {o_.hidden}, bv);
+    const int gamma = int8_ ? constant(role + ".gamma", float32_data({o_.hidden}, gv))
+                            : weight(source, "weight", role + ".gamma", {o_.hidden}, gv);
+    const int beta = int8_ ? constant(role + ".beta", float32_data({o_.hidden}, bv))
+                           : weight(source, "bias", role + ".beta", {o_.hidden}, bv);
     if (!unpacked_) return op::layer_norm(g_, x, gamma, beta, 1e-12);
     // SimplifyInference's LayerNormToInferUnpack; the nodes it makes have no span.
     no_span();
@@ -363,7 +369,8 @@ class pytorch_bert : builder {
 
   /// The int8 constant of weight w ([rows, cols], PyTorch layout) folded as
   /// broadcast_to(transpose(w), [batch, cols, rows]).
-  int folded_weight(const std::string& role, const std::vector<float>& w, std::int64_t rows, std::int64_t cols, std::int64_t batch, float scale) {
+  int folded_weight(const std::string& role, const std::vector<float>& w, std::int64_t rows, std::int64_t cols,
+                    std::int64_t batch, float scale) {
     constant_data c;
     c.dt = dtype{dtype::int_code, 8, 1};
     c.shape = {batch, cols, rows};
@@ -371,27 +378,32 @@ class pytorch_bert : builder {
     c.bytes.resize(static_cast<std::size_t>(batch) * one);
     for (std::int64_t i = 0; i < cols; ++i)
       for (std::int64_t j = 0; j < rows; ++j)
-        c.bytes[static_cast<std::size_t>(i * rows + j)] =
-            static_cast<unsigned char>(static_cast<std::int8_t>(quant::quantize(w[static_cast<std::size_t>(j * cols + i)], scale)));
-    for (std::int64_t b = 1; b < batch; ++b) std::copy_n(c.bytes.begin(), one, c.bytes.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::int64_t>(one)));
+        c.bytes[static_cast<std::size_t>(i * rows + j)] = static_cast<unsigned char>(
+            static_cast<std::int8_t>(quant::quantize(w[static_cast<std::size_t>(j * cols + i)], scale)));
+    for (std::int64_t b = 1; b < batch; ++b)
+      std::copy_n(c.bytes.begin(), one,
+                  c.bytes.begin() + static_cast<std::ptrdiff_t>(b * static_cast<std::int64_t>(one)));
     return constant(role + " (int8, transposed and broadcast)", std::move(c));
   }
 
   /// pytorch.py matmul for operands of rank >= 3 and 2 (or both >= 3): broadcast both to the
   /// batch shape, batch_matmul in 3-d, reshape back, squeeze nothing. `rhs_constant` >= 0: the
   /// int8 form's folded weight (rhs is then ignored) with its scale.
-  int matmul(const std::string& source, int a, int b, const shape_t b_shape, int rhs_constant = -1, float rhs_scale = 0) {
+  int matmul(const std::string& source, int a, int b, const shape_t b_shape, int rhs_constant = -1,
+             float rhs_scale = 0) {
     const shape_t a_shape = g_.shape_of(a);
     shape_t batch(a_shape.begin(), a_shape.end() - 2);
     if (b_shape.size() > 2)
-      for (std::size_t i = 0; i < batch.size(); ++i) batch[i] = std::max(batch[i], b_shape[i + b_shape.size() - 2 - batch.size()]);
+      for (std::size_t i = 0; i < batch.size(); ++i)
+        batch[i] = std::max(batch[i], b_shape[i + b_shape.size() - 2 - batch.size()]);
     const auto with = [&](const shape_t& tail) {
       shape_t s = batch;
       s.insert(s.end(), tail.end() - 2, tail.end());
       return s;
     };
     at(source);
-    int lhs = op::reshape(g_, op::broadcast_to(g_, a, with(a_shape)), {-1, a_shape[a_shape.size() - 2], a_shape.back()});
+    int lhs =
+        op::reshape(g_, op::broadcast_to(g_, a, with(a_shape)), {-1, a_shape[a_shape.size() - 2], a_shape.back()});
     int rhs = rhs_constant;
     if (rhs < 0) {
       at(source);
@@ -424,7 +436,8 @@ class pytorch_bert : builder {
     return linear(x, role, values_.values(role + ".weight", static_cast<std::size_t>(out_features * in_features)),
                   values_.values(role + ".bias", static_cast<std::size_t>(out_features)), out_features);
   }
-  int linear(int x, const std::string& role, const std::vector<float>& w, const std::vector<float>& b, std::int64_t out_features) {
+  int linear(int x, const std::string& role, const std::vector<float>& w, const std::vector<float>& b,
+             std::int64_t out_features) {
     const std::string source = next("aten::linear");
     at(source);
     const shape_t x_shape = g_.shape_of(x);
@@ -454,7 +467,8 @@ class pytorch_bert : builder {
   /// The pooler's 2-d linear in the int8 form: DenseRealize, then AddRealize of the bias
   /// (UnifyDTypeScale: both to int32 at the smaller scale, the larger one left-shifted; the bias
   /// chain folded into an int32 constant), then Realize before tanh.
-  int int8_dense(const std::string& role, int x, const std::vector<float>& w, const std::vector<float>& b, std::int64_t out_features, float ws) {
+  int int8_dense(const std::string& role, int x, const std::vector<float>& w, const std::vector<float>& b,
+                 std::int64_t out_features, float ws) {
     const std::int64_t in_features = g_.shape_of(x).back();
     const int qx = quantize_input(x);
     constant_data wq;
@@ -474,7 +488,8 @@ class pytorch_bert : builder {
     bq.dt = dtype::int32();
     bq.shape = {out_features};
     bq.bytes.resize(static_cast<std::size_t>(out_features) * 4);
-    for (std::size_t k = 0; k < b.size(); ++k) bq.set_integer(k, quant::quantize(b[k], s_bias) * (std::int64_t{1} << bias_shift));
+    for (std::size_t k = 0; k < b.size(); ++k)
+      bq.set_integer(k, quant::quantize(b[k], s_bias) * (std::int64_t{1} << bias_shift));
     const int sum = op::add(g_, product, constant(role + ".bias (int32, at the product's scale)", std::move(bq)));
     return dequantize(sum, s);
   }
@@ -578,7 +593,9 @@ class tensorflow_bert : builder {
     at("bert/embeddings/add");
     x = op::add(g_, x, tt);
     at("bert/embeddings/Slice");
-    int pos = op::strided_slice(g_, weight("bert/embeddings/position_embeddings", "embeddings.position", {o_.max_position, H}), {0, 0}, {S, H}, {1});
+    int pos = op::strided_slice(
+        g_, weight("bert/embeddings/position_embeddings", "embeddings.position", {o_.max_position, H}), {0, 0}, {S, H},
+        {1});
     at("bert/embeddings/Reshape_4");
     pos = op::reshape(g_, pos, {1, S, H});
     at("bert/embeddings/add_1");
@@ -593,7 +610,8 @@ class tensorflow_bert : builder {
     at("bert/encoder/ones");
     int ones;
     if (B * S < 1000) {  // array_ops.ones -> _constant_if_small: a Const, so a parameter
-      ones = parameter("bert/encoder/ones", "ones", float32_data({B, S, 1}, std::vector<float>(static_cast<std::size_t>(B * S), 1.0f)), "");
+      ones = parameter("bert/encoder/ones", "ones",
+                       float32_data({B, S, 1}, std::vector<float>(static_cast<std::size_t>(B * S), 1.0f)), "");
     } else {
       ones = op::full(g_, g_.scalar(1.0), {B, S, 1}, dtype::float32());
     }
@@ -697,11 +715,13 @@ class tensorflow_bert : builder {
         w.insert(w.end(), pw.begin(), pw.end());
         b.insert(b.end(), pb.begin(), pb.end());
       }
-      const int kernel = parameter(self + "/query_key_value/kernel", role + "qkv.weight",
-                                   float32_data({H, 3 * H}, transposed(w, static_cast<std::size_t>(3 * H), static_cast<std::size_t>(H))), "");
+      const int kernel = parameter(
+          self + "/query_key_value/kernel", role + "qkv.weight",
+          float32_data({H, 3 * H}, transposed(w, static_cast<std::size_t>(3 * H), static_cast<std::size_t>(H))), "");
       const int mm = op::dense(g_, h, op::transpose(g_, kernel, {1, 0}), std::to_string(3 * H));
       at(self + "/query_key_value/BiasAdd");
-      const int qkv = op::add(g_, mm, parameter(self + "/query_key_value/bias", role + "qkv.bias", float32_data({3 * H}, b), ""));
+      const int qkv =
+          op::add(g_, mm, parameter(self + "/query_key_value/bias", role + "qkv.bias", float32_data({3 * H}, b), ""));
       at(self + "/split");
       const int parts = op::split(g_, qkv, {}, 3, -1);
       q = g_.get(parts, 0);
@@ -766,14 +786,17 @@ class tensorflow_bert : builder {
 /// BERT as TVM v0.19 prints it (see the file comment); throws std::invalid_argument for an
 /// option the forms do not have.
 inline generated bert(const bert_options& o) {
-  if (o.layers < 1 || o.batch < 1 || o.seq < 1 || o.hidden < 1 || o.heads < 1 || o.ffn < 1 || o.vocab < 1 || o.type_vocab < 1)
+  if (o.layers < 1 || o.batch < 1 || o.seq < 1 || o.hidden < 1 || o.heads < 1 || o.ffn < 1 || o.vocab < 1 ||
+      o.type_vocab < 1)
     throw std::invalid_argument("bert: every size must be positive");
   if (o.hidden % o.heads) throw std::invalid_argument("bert: hidden must be a multiple of heads");
   if (o.seq > o.max_position) throw std::invalid_argument("bert: seq exceeds max_position");
   if (o.form == bert_options::source::tensorflow) {
-    if (o.dtype == bert_options::precision::int8) throw std::invalid_argument("bert: the int8 form is generated from the pytorch form");
+    if (o.dtype == bert_options::precision::int8)
+      throw std::invalid_argument("bert: the int8 form is generated from the pytorch form");
     if (o.layer_norm == bert_options::norm::unpacked)
-      throw std::invalid_argument("bert: the tensorflow form's layer norms are already TF's ops (--layer-norm applies to the pytorch form)");
+      throw std::invalid_argument(
+          "bert: the tensorflow form's layer norms are already TF's ops (--layer-norm applies to the pytorch form)");
     return bert_detail::tensorflow_bert(o).build();
   }
   return bert_detail::pytorch_bert(o).build();

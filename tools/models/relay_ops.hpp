@@ -65,7 +65,9 @@ inline int left_shift(graph& g, int a, int b) { return binary(g, "left_shift", a
 
 inline int unary(graph& g, const std::string& name, int x) { return g.call(name, {x}, "", g.type_of(x)); }
 
-inline int cast(graph& g, int x, dtype d) { return g.call("cast", {x}, "dtype=" + attr_text::str(d.name()), tensor(g.shape_of(x), d)); }
+inline int cast(graph& g, int x, dtype d) {
+  return g.call("cast", {x}, "dtype=" + attr_text::str(d.name()), tensor(g.shape_of(x), d));
+}
 
 inline int clip(graph& g, int x, double lo, double hi) {
   return g.call("clip", {x}, "a_min=" + attr_text::real(lo) + ", a_max=" + attr_text::real(hi), g.type_of(x));
@@ -128,7 +130,8 @@ inline int strided_slice(graph& g, int x, const shape_t& begin, const shape_t& e
     out[i] = (std::min(end[i], out[i]) - begin[i] + s - 1) / s;
   }
   return g.call("strided_slice", {x},
-                "begin=" + attr_text::ints(begin) + ", end=" + attr_text::ints(end) + ", strides=" + attr_text::ints(strides) + ", axes=None",
+                "begin=" + attr_text::ints(begin) + ", end=" + attr_text::ints(end) +
+                    ", strides=" + attr_text::ints(strides) + ", axes=None",
                 tensor(out, dtype_of(g, x)));
 }
 
@@ -183,7 +186,8 @@ inline int batch_matmul(graph& g, int a, int b, bool transpose_b, const std::str
   std::string attrs;
   if (!out_dtype.empty()) attrs = "out_dtype=" + attr_text::str(out_dtype);
   if (transpose_b) attrs += std::string(attrs.empty() ? "" : ", ") + "transpose_b=True";
-  return g.call("nn.batch_matmul", {a, b}, attrs, tensor(out, out_dtype.empty() ? dtype_of(g, a) : *dtype::parse(out_dtype)));
+  return g.call("nn.batch_matmul", {a, b}, attrs,
+                tensor(out, out_dtype.empty() ? dtype_of(g, a) : *dtype::parse(out_dtype)));
 }
 
 inline int bias_add(graph& g, int x, int b, std::int64_t axis) {
@@ -193,14 +197,16 @@ inline int bias_add(graph& g, int x, int b, std::int64_t axis) {
 // ---- normalization and reductions ------------------------------------------------------------
 
 inline int layer_norm(graph& g, int x, int gamma, int beta, double epsilon) {
-  return g.call("nn.layer_norm", {x, gamma, beta}, epsilon == 1e-5 ? "" : "epsilon=" + attr_text::real(epsilon), g.type_of(x));
+  return g.call("nn.layer_norm", {x, gamma, beta}, epsilon == 1e-5 ? "" : "epsilon=" + attr_text::real(epsilon),
+                g.type_of(x));
 }
 
 inline int softmax(graph& g, int x) { return g.call("nn.softmax", {x}, "", g.type_of(x)); }
 
 /// nn.dropout's (result, mask) tuple: the frontends take field 0.
 inline int dropout(graph& g, int x, double rate) {
-  return g.call("nn.dropout", {x}, rate == 0.5 ? "" : "rate=" + attr_text::real(rate), type::tuple({g.type_of(x), g.type_of(x)}));
+  return g.call("nn.dropout", {x}, rate == 0.5 ? "" : "rate=" + attr_text::real(rate),
+                type::tuple({g.type_of(x), g.type_of(x)}));
 }
 
 inline shape_t reduced(const graph& g, int x, std::int64_t axis, bool keepdims) {
@@ -229,11 +235,13 @@ inline int variance(graph& g, int x, int m, std::int64_t axis, bool keepdims) {
 inline int one_hot(graph& g, int indices, int on, int off, std::int64_t depth, dtype d) {
   shape_t out = g.shape_of(indices);
   out.push_back(depth);
-  return g.call("one_hot", {indices, on, off}, "depth=" + std::to_string(depth) + ", dtype=" + attr_text::str(d.name()), tensor(out, d));
+  return g.call("one_hot", {indices, on, off}, "depth=" + std::to_string(depth) + ", dtype=" + attr_text::str(d.name()),
+                tensor(out, d));
 }
 
 inline int full(graph& g, int fill, const shape_t& shape, dtype d) {
-  return g.call("full", {fill}, "shape=" + attr_text::ints(shape) + ", dtype=" + attr_text::str(d.name()), tensor(shape, d));
+  return g.call("full", {fill}, "shape=" + attr_text::ints(shape) + ", dtype=" + attr_text::str(d.name()),
+                tensor(shape, d));
 }
 
 }  // namespace fuse::relay::models::op

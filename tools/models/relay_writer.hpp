@@ -65,12 +65,12 @@ inline std::string str(const std::string& v) { return "\"" + v + "\""; }
 struct node {
   enum class kind : std::uint8_t { var, scalar, constant, call, tuple, get };
   kind k = kind::call;
-  std::string name;   ///< var: its name; scalar: its literal (`0.5f`); call: the op
+  std::string name;  ///< var: its name; scalar: its literal (`0.5f`); call: the op
   std::vector<int> args;
   std::string attrs;  ///< call: `key=value, ...` as printed (empty: none)
   relay::type ty;
-  std::string span;   ///< the source name TVM's frontends attach ("" none)
-  int index = 0;      ///< get: the field; constant: the weight entry holding its data
+  std::string span;  ///< the source name TVM's frontends attach ("" none)
+  int index = 0;     ///< get: the field; constant: the weight entry holding its data
 };
 
 /// The graph under construction. `span` is given to the nodes made while it is set, as the
@@ -222,8 +222,8 @@ inline printed print_main(const graph& g, const std::vector<int>& params, int bo
 
   std::vector<char> visited(g.size(), 0);
   for (int p : params) visited[static_cast<std::size_t>(p)] = 1;  // memoised by the signature
-  std::vector<std::string> doc(g.size());                        // a node's text once visited
-  std::vector<int> temp(g.size(), -1);                           // its %N once bound
+  std::vector<std::string> doc(g.size());                         // a node's text once visited
+  std::vector<int> temp(g.size(), -1);                            // its %N once bound
   int counter = 0;
   std::string lines;
 

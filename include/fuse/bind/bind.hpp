@@ -40,7 +40,9 @@ template <class Mode, class Op, class... A, class Map, class Ctx, std::size_t...
 auto bind_map(const map_expr<Op, A...>& n, const Map& m, Ctx& ctx, std::index_sequence<I...>) {
   const auto ext = n.shape().array();
   using T = typename map_expr<Op, A...>::value_type;
-  using E = map_eval<Mode, Op, T, decltype(bind<Mode>(fuse::get<I>(n.args), operand_map(m, fuse::get<I>(n.args).shape().array(), ext), ctx))...>;
+  using E = map_eval<Mode, Op, T,
+                     decltype(bind<Mode>(fuse::get<I>(n.args),
+                                         operand_map(m, fuse::get<I>(n.args).shape().array(), ext), ctx))...>;
   return E{n.op, {bind<Mode>(fuse::get<I>(n.args), operand_map(m, fuse::get<I>(n.args).shape().array(), ext), ctx)...}};
 }
 
@@ -56,8 +58,12 @@ template <class Mode, class... C, class Map, class Ctx, std::size_t... I>
 auto bind_concat(const concat_expr<C...>& n, const Map& m, Ctx& ctx, std::index_sequence<I...>) {
   constexpr std::size_t R = concat_expr<C...>::rank;
   using T = typename concat_expr<C...>::value_type;
-  using E = concat_eval<T, Map::in_rank, Map, decltype(bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(0, 0)), ctx))...>;
-  E e{{bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(n.axis, n.offsets[I])), ctx)...}, m, n.axis, n.offsets};
+  using E = concat_eval<T, Map::in_rank, Map,
+                        decltype(bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(0, 0)), ctx))...>;
+  E e{{bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(n.axis, n.offsets[I])), ctx)...},
+      m,
+      n.axis,
+      n.offsets};
   return e;
 }
 

@@ -94,10 +94,10 @@ struct general_form<reshape_map<affine_map<Q, Rm>, Rm, Rc, R>, R> {
   M map{};
   index_array<R> stride{};
   index_t offset0 = 0;
-  strided<Rc> post{};          // strides over the reshape's inner coordinates
-  index_array<Rm> mul{};       // row-major multipliers of the reshape's outer extents
-  index_t dl = 0;              // linear step along the row
-  int step_digit = -1;         // the digit dl moves (by step_q each element); -1: none
+  strided<Rc> post{};     // strides over the reshape's inner coordinates
+  index_array<Rm> mul{};  // row-major multipliers of the reshape's outer extents
+  index_t dl = 0;         // linear step along the row
+  int step_digit = -1;    // the digit dl moves (by step_q each element); -1: none
   index_t step_q = 0;
   mutable index_t last_lin = -1;
   mutable index_array<Rc> digits{};
@@ -366,25 +366,29 @@ struct map_eval {
     return eval_with([&](const auto& c) FUSE_LAMBDA_INLINE { return c.at(x); });
   }
   FUSE_HD void row(const index_t* x) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>)
+        FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
   }
   FUSE_HD compute_type get(index_t j) const {
     return eval_with([&](const auto& c) FUSE_LAMBDA_INLINE { return c.get(j); });
   }
   bool all_folded() const {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { return (fuse::get<I>(ch).all_folded() && ...); }(
-        std::index_sequence_for<Ch...>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>)
+               FUSE_LAMBDA_INLINE { return (fuse::get<I>(ch).all_folded() && ...); }(std::index_sequence_for<Ch...>{});
   }
   FUSE_HD bool contiguous_row() const {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { return (fuse::get<I>(ch).contiguous_row() && ...); }(
-        std::index_sequence_for<Ch...>{});
+    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE {
+      return (fuse::get<I>(ch).contiguous_row() && ...);
+    }(std::index_sequence_for<Ch...>{});
   }
   template <class F>
   void for_each_leaf(F&& f, const index_array<rank>& ext) const {
-    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>)
+        FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
   }
   void retarget(const index_array<rank>& pick) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).retarget(pick), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>)
+        FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).retarget(pick), ...); }(std::index_sequence_for<Ch...>{});
   }
 
  private:
@@ -438,7 +442,8 @@ struct concat_eval {
     return dispatch(child_of(x), [&](const auto& c) FUSE_LAMBDA_INLINE { return c.at(x); });
   }
   FUSE_HD void row(const index_t* x) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>)
+        FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
     for (std::size_t k = 0; k < Q; ++k) row_x[k] = x[k];
     row_child = (Q == 0 || !map.depends(static_cast<std::size_t>(axis), Q - 1)) ? child_of(x) : -1;
   }
@@ -455,7 +460,8 @@ struct concat_eval {
   FUSE_HD bool contiguous_row() const { return false; }
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {
-    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>)
+        FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
   }
   void retarget(const index_array<Q>&) {}
 };

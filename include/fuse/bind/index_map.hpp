@@ -116,7 +116,7 @@ reshape_map<P, Rm, Rc, Rn> compose(const reshape_map<P, Rm, Rc, R>& m, const axi
 /// m followed by a reshape from extents `mid` (m's node) to extents `inner`.
 template <class M, std::size_t Rc>
 reshape_map<M, M::out_rank, Rc, Rc> then_reshape(const M& m, const index_array<M::out_rank>& mid,
-                                                  const index_array<Rc>& inner) {
+                                                 const index_array<Rc>& inner) {
   return {m, mid, inner, affine_map<Rc, Rc>::identity()};
 }
 

@@ -19,12 +19,12 @@ enum class dtype : std::uint8_t { boolean, int8, uint8, int32, int64, float16, b
 template <class T>
 struct dtype_traits;  // not defined for types fuse does not support
 
-#define FUSE_DTYPE(T, CODE, NAME, COMPUTE)                      \
-  template <>                                                   \
-  struct dtype_traits<T> {                                      \
-    static constexpr dtype code = dtype::CODE;                  \
-    static constexpr const char* name = NAME;                   \
-    using compute_type = COMPUTE;                               \
+#define FUSE_DTYPE(T, CODE, NAME, COMPUTE)     \
+  template <>                                  \
+  struct dtype_traits<T> {                     \
+    static constexpr dtype code = dtype::CODE; \
+    static constexpr const char* name = NAME;  \
+    using compute_type = COMPUTE;              \
   };
 FUSE_DTYPE(bool, boolean, "bool", bool)
 FUSE_DTYPE(std::int8_t, int8, "int8", std::int32_t)
@@ -61,17 +61,16 @@ template <class T>
 inline constexpr bool is_bool_dtype = std::is_same_v<std::remove_cv_t<T>, bool>;
 
 template <class T>
-inline constexpr bool is_signed_dtype = is_floating_dtype<T> || std::is_same_v<std::remove_cv_t<T>, std::int8_t> ||
-                                        std::is_same_v<std::remove_cv_t<T>, std::int32_t> ||
-                                        std::is_same_v<std::remove_cv_t<T>, std::int64_t>;
+inline constexpr bool is_signed_dtype =
+    is_floating_dtype<T> || std::is_same_v<std::remove_cv_t<T>, std::int8_t> ||
+    std::is_same_v<std::remove_cv_t<T>, std::int32_t> || std::is_same_v<std::remove_cv_t<T>, std::int64_t>;
 
 /// Storage value -> compute value (exact for every dtype).
 template <element T>
 FUSE_HD constexpr compute_t<T> to_compute(T v) {
   if constexpr (std::is_same_v<std::remove_cv_t<T>, half> || std::is_same_v<std::remove_cv_t<T>, bfloat16>)
     return static_cast<float>(v);
-  else
-    return static_cast<compute_t<T>>(v);
+  else return static_cast<compute_t<T>>(v);
 }
 
 /// Compute value -> storage value. The value must already be canonical for T (see `canonical`),
@@ -82,8 +81,7 @@ FUSE_HD constexpr T to_storage(compute_t<T> v) {
     return static_cast<std::uint8_t>(static_cast<std::uint32_t>(v));
   else if constexpr (std::is_same_v<std::remove_cv_t<T>, std::int8_t>)
     return static_cast<std::int8_t>(static_cast<std::uint8_t>(static_cast<std::uint32_t>(v)));
-  else
-    return static_cast<T>(v);
+  else return static_cast<T>(v);
 }
 
 /// Brings a compute value to the set of values dtype T can hold, as the op producing it in T
@@ -92,14 +90,12 @@ FUSE_HD constexpr T to_storage(compute_t<T> v) {
 template <element T>
 FUSE_HD constexpr compute_t<T> canonical(compute_t<T> v) {
   using S = std::remove_cv_t<T>;
-  if constexpr (std::is_same_v<S, half> || std::is_same_v<S, bfloat16>)
-    return static_cast<float>(S(v));
+  if constexpr (std::is_same_v<S, half> || std::is_same_v<S, bfloat16>) return static_cast<float>(S(v));
   else if constexpr (std::is_same_v<S, std::int8_t>)
     return static_cast<std::int8_t>(static_cast<std::uint8_t>(static_cast<std::uint32_t>(v)));
   else if constexpr (std::is_same_v<S, std::uint8_t>)
     return static_cast<std::int32_t>(static_cast<std::uint32_t>(v) & 0xFFu);
-  else
-    return v;
+  else return v;
 }
 
 }  // namespace fuse

@@ -52,12 +52,9 @@ namespace detail {
 inline void append_all(std::string&) {}
 template <class A, class... Rest>
 void append_all(std::string& s, const A& a, const Rest&... rest) {
-  if constexpr (std::is_convertible_v<const A&, std::string_view>)
-    s += std::string_view(a);
-  else if constexpr (std::is_arithmetic_v<A>)
-    s += std::to_string(a);
-  else
-    s += to_string(a);
+  if constexpr (std::is_convertible_v<const A&, std::string_view>) s += std::string_view(a);
+  else if constexpr (std::is_arithmetic_v<A>) s += std::to_string(a);
+  else s += to_string(a);
   append_all(s, rest...);
 }
 }  // namespace detail

@@ -100,9 +100,8 @@ FUSE_HD constexpr typename Dst::bits_type round_to_narrower(typename Src::bits_t
   const int source_exponent = int(magnitude >> Src::mantissa_bits);
   const S significand =
       (magnitude & Src::mantissa_mask) | (source_exponent != 0 ? S(S(1) << Src::mantissa_bits) : S(0));
-  int exponent =
-      (source_exponent != 0 ? source_exponent : 1) - Src::bias + Dst::bias;       // Dst's biased exponent
-  if (exponent >= Dst::max_biased_exponent) return D(sign | Dst::exponent_mask);  // overflow
+  int exponent = (source_exponent != 0 ? source_exponent : 1) - Src::bias + Dst::bias;  // Dst's biased exponent
+  if (exponent >= Dst::max_biased_exponent) return D(sign | Dst::exponent_mask);        // overflow
 
   int shift = Src::mantissa_bits - Dst::mantissa_bits;  // mantissa bits to drop
   if (exponent < 1) {  // Dst subnormal: its exponent stays at 1 and it keeps fewer bits
@@ -221,10 +220,8 @@ class basic_float16 {
   FUSE_HD constexpr std::uint16_t bits() const noexcept { return bits_; }
 
   // ---- into the format: explicit, because these round ------------------------------------
-  FUSE_HD explicit constexpr basic_float16(float v) noexcept
-      : bits_(rounded<detail::f16::float32_layout>(v)) {}
-  FUSE_HD explicit constexpr basic_float16(double v) noexcept
-      : bits_(rounded<detail::f16::float64_layout>(v)) {}
+  FUSE_HD explicit constexpr basic_float16(float v) noexcept : bits_(rounded<detail::f16::float32_layout>(v)) {}
+  FUSE_HD explicit constexpr basic_float16(double v) noexcept : bits_(rounded<detail::f16::float64_layout>(v)) {}
 
   /// Host only (device code has no long double). Rounds to double with round-to-odd first:
   /// a double keeps more than twice the target's bits plus two, so round-to-odd followed by
@@ -295,38 +292,18 @@ class basic_float16 {
   friend FUSE_HD constexpr basic_float16 operator/(basic_float16 a, basic_float16 b) noexcept {
     return basic_float16(float(a) / float(b));
   }
-  friend FUSE_HD constexpr basic_float16& operator+=(basic_float16& a, basic_float16 b) noexcept {
-    return a = a + b;
-  }
-  friend FUSE_HD constexpr basic_float16& operator-=(basic_float16& a, basic_float16 b) noexcept {
-    return a = a - b;
-  }
-  friend FUSE_HD constexpr basic_float16& operator*=(basic_float16& a, basic_float16 b) noexcept {
-    return a = a * b;
-  }
-  friend FUSE_HD constexpr basic_float16& operator/=(basic_float16& a, basic_float16 b) noexcept {
-    return a = a / b;
-  }
+  friend FUSE_HD constexpr basic_float16& operator+=(basic_float16& a, basic_float16 b) noexcept { return a = a + b; }
+  friend FUSE_HD constexpr basic_float16& operator-=(basic_float16& a, basic_float16 b) noexcept { return a = a - b; }
+  friend FUSE_HD constexpr basic_float16& operator*=(basic_float16& a, basic_float16 b) noexcept { return a = a * b; }
+  friend FUSE_HD constexpr basic_float16& operator/=(basic_float16& a, basic_float16 b) noexcept { return a = a / b; }
 
   // ---- comparisons: IEEE (NaN unordered, -0 == +0), through the exact float values ----------
-  friend FUSE_HD constexpr bool operator==(basic_float16 a, basic_float16 b) noexcept {
-    return float(a) == float(b);
-  }
-  friend FUSE_HD constexpr bool operator!=(basic_float16 a, basic_float16 b) noexcept {
-    return float(a) != float(b);
-  }
-  friend FUSE_HD constexpr bool operator<(basic_float16 a, basic_float16 b) noexcept {
-    return float(a) < float(b);
-  }
-  friend FUSE_HD constexpr bool operator<=(basic_float16 a, basic_float16 b) noexcept {
-    return float(a) <= float(b);
-  }
-  friend FUSE_HD constexpr bool operator>(basic_float16 a, basic_float16 b) noexcept {
-    return float(a) > float(b);
-  }
-  friend FUSE_HD constexpr bool operator>=(basic_float16 a, basic_float16 b) noexcept {
-    return float(a) >= float(b);
-  }
+  friend FUSE_HD constexpr bool operator==(basic_float16 a, basic_float16 b) noexcept { return float(a) == float(b); }
+  friend FUSE_HD constexpr bool operator!=(basic_float16 a, basic_float16 b) noexcept { return float(a) != float(b); }
+  friend FUSE_HD constexpr bool operator<(basic_float16 a, basic_float16 b) noexcept { return float(a) < float(b); }
+  friend FUSE_HD constexpr bool operator<=(basic_float16 a, basic_float16 b) noexcept { return float(a) <= float(b); }
+  friend FUSE_HD constexpr bool operator>(basic_float16 a, basic_float16 b) noexcept { return float(a) > float(b); }
+  friend FUSE_HD constexpr bool operator>=(basic_float16 a, basic_float16 b) noexcept { return float(a) >= float(b); }
 
  private:
   template <class SourceLayout, class Source>

@@ -18,8 +18,7 @@ namespace fuse {
 template <class Format>
 std::ostream& operator<<(std::ostream& os, basic_float16<Format> x) {
   const float value = x;
-  if ((os.flags() & std::ios_base::floatfield) != std::ios_base::fmtflags{} || !isfinite(x))
-    return os << value;
+  if ((os.flags() & std::ios_base::floatfield) != std::ios_base::fmtflags{} || !isfinite(x)) return os << value;
   constexpr int most = std::numeric_limits<basic_float16<Format>>::max_digits10;  // always enough
   char text[48];
   int digits = 1;

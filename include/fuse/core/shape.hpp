@@ -89,9 +89,7 @@ struct shape {
   FUSE_HD constexpr index_t operator[](std::size_t i) const { return extents[i]; }
   FUSE_HD static constexpr index_t size() { return (index_t{1} * ... * N); }
   FUSE_HD constexpr index_array<sizeof...(N)> array() const { return extents; }
-  FUSE_HD constexpr operator dynamic_shape<sizeof...(N)>() const {
-    return dynamic_shape<sizeof...(N)>(extents);
-  }
+  FUSE_HD constexpr operator dynamic_shape<sizeof...(N)>() const { return dynamic_shape<sizeof...(N)>(extents); }
   friend constexpr bool operator==(shape, shape) { return true; }
 };
 

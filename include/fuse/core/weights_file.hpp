@@ -56,14 +56,16 @@ struct fnv1a {
   template <class T>
   void add_value(T v) {
     unsigned char b[sizeof(T)];
-    for (std::size_t i = 0; i < sizeof(T); ++i) b[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(v) >> (8 * i));
+    for (std::size_t i = 0; i < sizeof(T); ++i)
+      b[i] = static_cast<unsigned char>(static_cast<std::uint64_t>(v) >> (8 * i));
     add(b, sizeof(T));
   }
 };
 
 template <class T>
 void put(std::string& out, T v) {
-  for (std::size_t i = 0; i < sizeof(T); ++i) out.push_back(static_cast<char>(static_cast<std::uint64_t>(v) >> (8 * i)));
+  for (std::size_t i = 0; i < sizeof(T); ++i)
+    out.push_back(static_cast<char>(static_cast<std::uint64_t>(v) >> (8 * i)));
 }
 template <class T>
 T get(const unsigned char* p) {
@@ -79,8 +81,8 @@ T get(const unsigned char* p) {
 class weights_file_writer {
  public:
   /// Adds an entry; returns its index.
-  std::size_t add(std::string name, std::uint8_t code, std::uint8_t bits, std::vector<std::int64_t> shape, const void* data,
-                  std::size_t bytes) {
+  std::size_t add(std::string name, std::uint8_t code, std::uint8_t bits, std::vector<std::int64_t> shape,
+                  const void* data, std::size_t bytes) {
     weights_entry e{std::move(name), code, bits, std::move(shape), 0, bytes};
     hash_.add(e.name.data(), e.name.size());
     hash_.add_value(e.code);
@@ -147,13 +149,16 @@ class weights_file {
     size_ = static_cast<std::uint64_t>(in_.tellg());
     in_.seekg(0);
     unsigned char head[24];
-    if (size_ < sizeof head || !in_.read(reinterpret_cast<char*>(head), sizeof head) || std::memcmp(head, magic, 8) != 0)
+    if (size_ < sizeof head || !in_.read(reinterpret_cast<char*>(head), sizeof head) ||
+        std::memcmp(head, magic, 8) != 0)
       fail(path_ + " is not a fuse weights file");
     if (get<std::uint64_t>(head + 8) != id)
-      fail(path_ + " was written for another model or another compile of it (model id " + hex(get<std::uint64_t>(head + 8)) +
-           ", the header expects " + hex(id) + "): use the weights file written with this header");
+      fail(path_ + " was written for another model or another compile of it (model id " +
+           hex(get<std::uint64_t>(head + 8)) + ", the header expects " + hex(id) +
+           "): use the weights file written with this header");
     if (get<std::uint64_t>(head + 16) != count)
-      fail(path_ + " holds " + std::to_string(get<std::uint64_t>(head + 16)) + " entries, the header expects " + std::to_string(count));
+      fail(path_ + " holds " + std::to_string(get<std::uint64_t>(head + 16)) + " entries, the header expects " +
+           std::to_string(count));
     for (std::size_t i = 0; i < count; ++i) entries_.push_back(read_entry());
   }
 
@@ -165,7 +170,9 @@ class weights_file {
     const std::uint64_t want = static_cast<std::uint64_t>(t.size()) * sizeof(T);
     bool same = e.shape.size() == Tensor::rank && e.bytes == want && e.bits == 8 * sizeof(T);
     for (std::size_t d = 0; same && d < e.shape.size(); ++d) same = e.shape[d] == t.shape()[d];
-    if (!same) fail(path_ + ": entry " + std::to_string(i) + " (" + e.name + ") does not have the shape and dtype the header expects");
+    if (!same)
+      fail(path_ + ": entry " + std::to_string(i) + " (" + e.name +
+           ") does not have the shape and dtype the header expects");
     if (e.offset > size_ || e.bytes > size_ - e.offset)
       fail(path_ + " is truncated: entry " + std::to_string(i) + " (" + e.name + ") lies past its end");
     in_.seekg(static_cast<std::streamoff>(e.offset));

@@ -124,7 +124,8 @@ struct operand_memory {
       byte_ranges reads;
       if (by_rows && avoid && leaf_byte_ranges(e, reads)) {
         bool clear = true;
-        for (std::size_t i = 0; i < reads.size(); ++i) clear = clear && !overlaps_any(reads[i].first, reads[i].second, *avoid);
+        for (std::size_t i = 0; i < reads.size(); ++i)
+          clear = clear && !overlaps_any(reads[i].first, reads[i].second, *avoid);
         if (clear) {
           lazy = true;
           expr.emplace(e);
@@ -280,8 +281,8 @@ struct contract_operands {
     const gemm::strided<TA> a{am.lazy ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
     const Acc* a_packed = nullptr;
     // (Not for bfloat16 where the CPU has vdpbf16ps: its pair kernel packs A in pairs itself.)
-    if constexpr (std::is_floating_point_v<Acc> && (std::is_same_v<TA, Acc> || gemm::is_float16_dtype<TA>) &&
-                  !(gemm::has_dpbf16 && std::is_same_v<TA, bfloat16>)) {
+    if constexpr (std::is_floating_point_v<Acc> && (std::is_same_v<TA, Acc> || gemm::is_float16_dtype<TA>)&&!(
+                                                       gemm::has_dpbf16 && std::is_same_v<TA, bfloat16>)) {
       // Shared rows, when the product is not one the direct (unpacked) form takes and the
       // packing stays within a few MiB. A by-rows operand reuses one buffer for every row
       // block: its origin tells them apart.
@@ -298,8 +299,7 @@ struct contract_operands {
         gemm::gemm_bf16_prepacked(m, n, a, bm.view.packed, j0, c, rs, cs);
       else if constexpr (rounded)
         gemm::gemm_prepacked_rounded(m, n, node.k, a, bm.view.packed, j0, c, rs, cs, a_packed);
-      else
-        gemm::gemm_prepacked(m, n, node.k, a, bm.view.packed, j0, c, rs, cs, a_packed);
+      else gemm::gemm_prepacked(m, n, node.k, a, bm.view.packed, j0, c, rs, cs, a_packed);
     } else {
       using TB = typename B::value_type;
       const gemm::strided<TB> b{bm.data + bi * b_bs + j0 * b_ns, b_ks, b_ns};
@@ -308,10 +308,8 @@ struct contract_operands {
         gemm::gemm_int8<TA, TB>(m, n, node.k, a, b, c, rs, cs);
       else if constexpr (std::is_same_v<TA, bfloat16> && std::is_same_v<TB, bfloat16>)
         gemm::gemm_bf16(m, n, node.k, a, b, c, rs, cs, a_packed);  // vdpbf16ps where it can
-      else if constexpr (rounded)
-        gemm::gemm_rounded(m, n, node.k, a, b, c, rs, cs, a_packed);
-      else
-        gemm::gemm<Out>(m, n, node.k, a, b, c, rs, cs, a_packed);
+      else if constexpr (rounded) gemm::gemm_rounded(m, n, node.k, a, b, c, rs, cs, a_packed);
+      else gemm::gemm<Out>(m, n, node.k, a, b, c, rs, cs, a_packed);
     }
   }
 };
@@ -327,11 +325,12 @@ void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K
   const auto ostr = out.strides();
 
   // Rows of the output as one axis (dense/matmul: every axis but the last; batch_matmul: axis 1).
-  const auto out_rows = K == contract_kind::batch_matmul ? std::optional<index_t>(ostr[1])
-                                                         : detail::flat_stride(oext, ostr, R - 1);
+  const auto out_rows =
+      K == contract_kind::batch_matmul ? std::optional<index_t>(ostr[1]) : detail::flat_stride(oext, ostr, R - 1);
   const void *olo = nullptr, *ohi = nullptr;
   bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
-  if (!out_rows || detail::overlaps(olo, ohi, ops.am.lo, ops.am.hi) || detail::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
+  if (!out_rows || detail::overlaps(olo, ohi, ops.am.lo, ops.am.hi) ||
+      detail::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
     tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
     run_contract<Mode, Out, R>(tmp.view(), node);

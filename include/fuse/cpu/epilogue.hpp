@@ -80,8 +80,8 @@ struct epilogue_context {
   alignas(64) unsigned char arena[16384];
   std::size_t arena_used = 0;
   ~epilogue_context() { slots.clear(); }  // operands in the arena go while it is still there
-  index_array<Q> block{};       ///< extents of the current block
-  detail::byte_ranges outputs;  ///< what the pass writes
+  index_array<Q> block{};                 ///< extents of the current block
+  detail::byte_ranges outputs;            ///< what the pass writes
   /// Binding only to learn the layout of the leaves (the aliasing check before the blocks):
   /// materialised leaves compute nothing and read one dummy element.
   bool probing = false;
@@ -92,8 +92,7 @@ struct epilogue_context {
   static constexpr bool blockable_contraction() {
     if constexpr (is_contract_expr<N>::value)
       return N::kind != contract_kind::batch_matmul && N::rank == 2 && bind::is_affine_map<Map>::value;
-    else
-      return false;
+    else return false;
   }
 
   template <class N>
@@ -274,7 +273,8 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
     // Through temporaries, copied into the real outputs at the end.
     std::tuple<tensor<std::remove_cv_t<T>, static_cast<int>(Q)>...> temps{
         tensor<std::remove_cv_t<T>, static_cast<int>(Q)>(dynamic_shape<Q>(ext))...};
-    auto tviews = std::apply([](auto&... t) { return std::make_tuple(tensor_view<T, static_cast<int>(Q)>(t.view())...); }, temps);
+    auto tviews =
+        std::apply([](auto&... t) { return std::make_tuple(tensor_view<T, static_cast<int>(Q)>(t.view())...); }, temps);
     run_epilogue_blocks<Mode, Q>(tviews, exprs, streaming);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       (run_elementwise<accurate_math_t, Q>(std::make_tuple(std::get<I>(outs)),

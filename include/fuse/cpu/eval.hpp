@@ -59,8 +59,8 @@ auto as_output(X&& x) {
     constexpr std::size_t R = D::rank;
     index_array<R> s{};
     if (!bind::detail::reshape_strides(inner.shape().array(), inner.strides(), x.shape().array(), s))
-      throw_shape_error("eval: the output reshape to ", x.shape().array(), " of a view of shape ", inner.shape().array(),
-                        " cannot be expressed with strides (the view is not contiguous enough)");
+      throw_shape_error("eval: the output reshape to ", x.shape().array(), " of a view of shape ",
+                        inner.shape().array(), " cannot be expressed with strides (the view is not contiguous enough)");
     return tensor_view<typename V::element_type, static_cast<int>(R)>(inner.data(), x.shape(), s);
   } else if constexpr (foreign_viewable<X>) {
     return as_output(view_traits<D>::view(x));
@@ -196,15 +196,17 @@ struct pass_plan {
 };
 
 template <std::size_t Q>
-pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>& outs, const small_vector<bind::leaf_info, 16>& leaves,
-                       bool tree_folded) {
+pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>& outs,
+                       const small_vector<bind::leaf_info, 16>& leaves, bool tree_folded) {
   pass_plan<Q> plan;
   const std::size_t n = outs.size();
   plan.through_temp = small_vector<char, 8>(n, 0);
-  for (std::size_t o = 0; o < n; ++o) bind::detail::byte_range(outs[o].base, ext, outs[o].stride.data(), outs[o].elem_size, outs[o].lo, outs[o].hi);
+  for (std::size_t o = 0; o < n; ++o)
+    bind::detail::byte_range(outs[o].base, ext, outs[o].stride.data(), outs[o].elem_size, outs[o].lo, outs[o].hi);
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = a + 1; b < n; ++b)
-      if (overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi)) throw memory_error("eval: two outputs of one pass overlap in memory");
+      if (overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
+        throw memory_error("eval: two outputs of one pass overlap in memory");
   bool folded = tree_folded;
   stride_list<Q> strides;
   for (std::size_t o = 0; o < n; ++o) strides.push_back(outs[o].stride);
@@ -260,7 +262,8 @@ FUSE_FORCE_INLINE void store_vec(T* p, index_t stride, const V& v, int n, bool s
 /// or gathered leaves, the tail) goes through the general loads, one vector of up to width
 /// lanes per step. With streaming stores a partial first step aligns the first output.
 template <class A, class Outs, class Evs, std::size_t... I>
-FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_t n, bool stream, std::index_sequence<I...>) {
+FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_t n, bool stream,
+                               std::index_sequence<I...>) {
   constexpr int W = simd::width<A>;
   using T0 = std::remove_pointer_t<std::tuple_element_t<0, Outs>>;
   auto step = [&]<bool Fast>(std::bool_constant<Fast>, index_t j, int m) FUSE_LAMBDA_INLINE {
@@ -329,10 +332,13 @@ pass_plan<Q> plan_for(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& 
                       const index_array<Q>& ext) {
   small_vector<out_state<Q>, 8> os;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (os.push_back(out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}), ...);
+    (os.push_back(out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}),
+     ...);
   }(std::index_sequence_for<T...>{});
   small_vector<bind::leaf_info, 16> leaves;
-  std::apply([&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); }, evs);
+  std::apply(
+      [&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); },
+      evs);
   // Concatenations and takes keep the iteration space as it is, even over folded leaves.
   const bool tree_folded = std::apply([](const auto&... ev) { return (ev.all_folded() && ...); }, evs);
   return plan_pass(ext, os, leaves, tree_folded);
@@ -363,7 +369,9 @@ void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs,
 
   index_array<Q> oext = ext;
   index_array<Q> ostr[N > 0 ? N : 1];
-  [&]<std::size_t... I>(std::index_sequence<I...>) { ((ostr[I] = std::get<I>(targets).strides()), ...); }(std::index_sequence_for<T...>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((ostr[I] = std::get<I>(targets).strides()), ...);
+  }(std::index_sequence_for<T...>{});
   if (plan.transform) {
     oext = plan.loops.extent;
     for (auto& st : ostr) st = detail::retarget_strides(st, plan.loops.pick);
@@ -372,7 +380,9 @@ void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs,
 
   // --- the loop -----------------------------------------------------------------------------------------
   std::size_t out_bytes = 0;
-  [&]<std::size_t... I>(std::index_sequence<I...>) { ((out_bytes += sizeof(T) * static_cast<std::size_t>(product(ext))), ...); }(std::index_sequence_for<T...>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((out_bytes += sizeof(T) * static_cast<std::size_t>(product(ext))), ...);
+  }(std::index_sequence_for<T...>{});
   const bool stream = streaming == streaming_stores::on ||
                       (streaming == streaming_stores::automatic && out_bytes >= streaming_threshold_bytes);
   if constexpr (Q == 0) {
@@ -406,10 +416,10 @@ void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs,
 
   // --- temporaries back into the real outputs ---------------------------------------------------------------
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((plan.through_temp[I] ? run_elementwise<accurate_math_t, Q>(std::make_tuple(std::get<I>(outs)),
-                                                            std::make_tuple(std::as_const(*std::get<I>(temps)).view()),
-                                                            streaming_stores::off)
-                      : (void)0),
+    ((plan.through_temp[I] ? run_elementwise<accurate_math_t, Q>(
+                                 std::make_tuple(std::get<I>(outs)),
+                                 std::make_tuple(std::as_const(*std::get<I>(temps)).view()), streaming_stores::off)
+                           : (void)0),
      ...);
   }(std::index_sequence_for<T...>{});
 }
@@ -421,9 +431,9 @@ void run_elementwise(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, co
                      streaming_stores streaming) {
   const index_array<Q> ext = std::get<0>(outs).shape().array();
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((std::get<I>(outs).shape().array() == ext
-          ? (void)0
-          : throw_shape_error("eval: outputs of one pass must share a shape; got ", ext, " and ", std::get<I>(outs).shape().array())),
+    ((std::get<I>(outs).shape().array() == ext ? (void)0
+                                               : throw_shape_error("eval: outputs of one pass must share a shape; got ",
+                                                                   ext, " and ", std::get<I>(outs).shape().array())),
      ...);
     ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
           ? (void)0
@@ -459,7 +469,8 @@ void eval_one(Out&& out_, Expr&& expr_, const Opt&... opt) {
   constexpr std::size_t Q = O::rank;
   using Mode = math_mode_t<Opt...>;
   if constexpr (cpu::root_kernel_node<E>) {
-    cpu::run_root<Mode, typename O::element_type, Q>(tensor_view<typename O::element_type, static_cast<int>(Q)>(out), expr);
+    cpu::run_root<Mode, typename O::element_type, Q>(tensor_view<typename O::element_type, static_cast<int>(Q)>(out),
+                                                     expr);
   } else {
     cpu::run_elementwise<Mode, Q>(std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(out)),
                                   std::tuple<const E&>(expr), fuse::detail::streaming_of(opt...));
@@ -535,7 +546,11 @@ template <class Mode, class T, std::size_t Q, class N>
   requires root_kernel_node<N>
 void run_root(tensor_view<T, static_cast<int>(Q)> out, const N& node) {
   if constexpr (is_contract_expr<N>::value) run_contract<Mode, T, Q>(out, node);
-  else if constexpr (requires { N::kind; node.reduced; }) run_reduce<Mode, T, Q>(out, node);
+  else if constexpr (requires {
+                       N::kind;
+                       node.reduced;
+                     })
+    run_reduce<Mode, T, Q>(out, node);
   else if constexpr (requires { node.gamma; }) run_layer_norm<Mode, T, Q>(out, node);
   else run_softmax<Mode, T, Q>(out, node);
 }

@@ -64,8 +64,8 @@ template <class Acc>
 struct blocking {
   using batch = xsimd::batch<Acc>;
   static constexpr int W = static_cast<int>(batch::size);
-  static constexpr int NRV = 2;                       ///< vectors per micro-tile row
-  static constexpr int NR = W * NRV;                  ///< micro-tile columns
+  static constexpr int NRV = 2;       ///< vectors per micro-tile row
+  static constexpr int NR = W * NRV;  ///< micro-tile columns
   /// Rows: 2*MR accumulators + 2 B vectors (+1 broadcast) fit the registers (32 with AVX-512,
   /// 16 otherwise).
   static constexpr int MR = sizeof(batch) >= 64 ? 12 : 6;
@@ -123,7 +123,8 @@ FUSE_FORCE_INLINE void transpose16(__m512 r[16]) {
   for (int i = 0; i < 16; i += 4)
     for (int j = 0; j < 2; ++j) {
       r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[i + j]), _mm512_castps_pd(t[i + j + 2])));
-      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + j]), _mm512_castps_pd(t[i + j + 2])));
+      r[i + 2 * j + 1] =
+          _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[i + j]), _mm512_castps_pd(t[i + j + 2])));
     }
   for (int i = 0; i < 16; i += 8)
     for (int j = 0; j < 4; ++j) {
@@ -151,7 +152,8 @@ void pack_b(Acc* dst, index_t panel_stride, strided<TB> src, index_t k0, index_t
       const index_t w = std::min<index_t>(NR, nc - jp);
       index_t srs = 0, scs = 0;
       widen_block(scratch.p, src.data, src.rs, src.cs, k0, kc, j0 + jp, w, srs, scs);
-      pack_b<float, float>(dst + (jp / NR) * panel_stride, panel_stride, strided<float>{scratch.p, srs, scs}, 0, kc, 0, w);
+      pack_b<float, float>(dst + (jp / NR) * panel_stride, panel_stride, strided<float>{scratch.p, srs, scs}, 0, kc, 0,
+                           w);
     }
     return;
   }
@@ -280,7 +282,7 @@ FUSE_FORCE_INLINE Acc wrapping_add(Acc a, Acc b) {
 
 template <class Acc>
 FUSE_FORCE_INLINE xsimd::batch<Acc> madd(const xsimd::batch<Acc>& a, const xsimd::batch<Acc>& b,
-                                        const xsimd::batch<Acc>& c) {
+                                         const xsimd::batch<Acc>& c) {
   if constexpr (std::is_floating_point_v<Acc>) return xsimd::fma(a, b, c);
   else return a * b + c;
 }
@@ -307,8 +309,8 @@ FUSE_FORCE_INLINE void prefetch_tile(const T* c, index_t rs, index_t cs) {
 /// A P x NR tile of accumulators stored at c (or, `accumulate`, added to it): its rows [0, h)
 /// and columns [lo, lo + w), where C's rows are rs apart and its columns cs.
 template <class Acc, int P>
-FUSE_FORCE_INLINE void store_tile(const typename blocking<Acc>::batch (&acc)[P][blocking<Acc>::NRV], Acc* c,
-                                  index_t rs, index_t cs, index_t h, index_t lo, index_t w, bool accumulate) {
+FUSE_FORCE_INLINE void store_tile(const typename blocking<Acc>::batch (&acc)[P][blocking<Acc>::NRV], Acc* c, index_t rs,
+                                  index_t cs, index_t h, index_t lo, index_t w, bool accumulate) {
   using B = blocking<Acc>;
   using V = typename B::batch;
   constexpr int NRV = B::NRV, W = B::W, NR = B::NR;
@@ -494,8 +496,8 @@ void gemm_dots(index_t m, index_t n, index_t k, strided<T> a, strided<T> b, Out*
 /// not a panel boundary). `a_packed`: A packed ahead (pack_a_ahead) or null (packed here, block
 /// by block).
 template <class Acc, class TA, class BPanels>
-void gemm_blocked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* a_packed, BPanels&& bpanels,
-                  index_t skip, Acc* c, index_t rs, index_t cs) {
+void gemm_blocked(index_t m, index_t n, index_t k, strided<TA> a, const Acc* a_packed, BPanels&& bpanels, index_t skip,
+                  Acc* c, index_t rs, index_t cs) {
   using Bk = blocking<Acc>;
   const index_t kc_max = std::min<index_t>(Bk::kc_for(k), k);
   const index_t m_pad = Bk::padded_rows(m);
@@ -564,12 +566,13 @@ void gemm(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, Acc* c,
   const index_t kc_max = std::min<index_t>(Bk::kc_for(k), k);
   const index_t nc_max = std::min<index_t>(Bk::NC, Bk::padded_cols(n));
   detail::aligned_buffer<Acc> bp(static_cast<std::size_t>(nc_max * kc_max));
-  detail::gemm_blocked<Acc>(m, n, k, a, a_packed,
-                            [&](index_t k0, index_t kc, index_t j0, index_t nc) {
-                              detail::pack_b<Acc>(bp.p, kc * Bk::NR, b, k0, kc, j0, nc);
-                              return panels<Acc>{bp.p, kc * Bk::NR};
-                            },
-                            0, c, rs, cs);
+  detail::gemm_blocked<Acc>(
+      m, n, k, a, a_packed,
+      [&](index_t k0, index_t kc, index_t j0, index_t nc) {
+        detail::pack_b<Acc>(bp.p, kc * Bk::NR, b, k0, kc, j0, nc);
+        return panels<Acc>{bp.p, kc * Bk::NR};
+      },
+      0, c, rs, cs);
 }
 
 /// B (k x n) packed ahead of time (pack_b_ahead) for gemm_prepacked: for each reduction block
@@ -664,11 +667,12 @@ void gemm_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed
     }
   }
   const index_t first = j0 / Bk::NR * Bk::NR;
-  detail::gemm_blocked<Acc>(m, n, k, a, a_packed,
-                            [&](index_t k0, index_t kc, index_t jb, index_t) {
-                              return panels<Acc>{b.panel(k0, first + jb), kc * Bk::NR};
-                            },
-                            j0 - first, c, rs, cs);
+  detail::gemm_blocked<Acc>(
+      m, n, k, a, a_packed,
+      [&](index_t k0, index_t kc, index_t jb, index_t) {
+        return panels<Acc>{b.panel(k0, first + jb), kc * Bk::NR};
+      },
+      j0 - first, c, rs, cs);
 }
 
 /// Elements of pack_a_ahead's packing of m rows by k.
@@ -696,7 +700,8 @@ void pack_a_ahead(Acc* dst, strided<TA> a, index_t m, index_t k) {
 template <class Acc>
 std::size_t packed_b_bytes(index_t k, index_t n) {
   return static_cast<std::size_t>(blocking<Acc>::padded_cols(std::max<index_t>(n, 0)) * std::max<index_t>(k, 0)) *
-             sizeof(Acc) + 64;
+             sizeof(Acc) +
+         64;
 }
 
 /// Packs B (k x n, strided) into dst (packed_b_bytes(k, n) bytes, 64-byte aligned) for

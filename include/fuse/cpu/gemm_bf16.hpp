@@ -179,12 +179,15 @@ inline void pack_b_pairs(std::uint32_t* dst, index_t panel_stride, strided<bfloa
         for (; 2 * p + 32 <= kc; p += 16) {
           __m512 r[16];
           for (int q = 0; q < 16; ++q)
-            r[q] = q < cw ? _mm512_loadu_ps(reinterpret_cast<const float*>(s0 + q * src.cs + 2 * p)) : _mm512_setzero_ps();
+            r[q] =
+                q < cw ? _mm512_loadu_ps(reinterpret_cast<const float*>(s0 + q * src.cs + 2 * p)) : _mm512_setzero_ps();
           transpose16(r);
-          for (int q = 0; q < 16; ++q) _mm512_store_ps(reinterpret_cast<float*>(panel + (p + q) * NR + 16 * half), r[q]);
+          for (int q = 0; q < 16; ++q)
+            _mm512_store_ps(reinterpret_cast<float*>(panel + (p + q) * NR + 16 * half), r[q]);
         }
         for (; p < kp; ++p)
-          for (index_t q = 0; q < 16; ++q) panel[p * NR + 16 * half + q] = q < cw ? pair_at(s0 + q * src.cs, 1, 2 * p, kc) : 0u;
+          for (index_t q = 0; q < 16; ++q)
+            panel[p * NR + 16 * half + q] = q < cw ? pair_at(s0 + q * src.cs, 1, 2 * p, kc) : 0u;
       }
       continue;
     }
@@ -306,8 +309,8 @@ void pair_micro_kernel(index_t kp, const std::uint32_t* __restrict Ap, const std
 /// C (m x n, float; C's column 0 is column j0 of the packing b) = A B: the float GEMM's blocked
 /// loops (gemm_blocked) over pair panels. Every k block after the first adds its tile to C.
 template <pair_kernel Kern>
-void pairs_blocked(index_t m, index_t n, strided<bfloat16> a, const packed_pairs_b& b, index_t j0, float* c,
-                   index_t rs, index_t cs) {
+void pairs_blocked(index_t m, index_t n, strided<bfloat16> a, const packed_pairs_b& b, index_t j0, float* c, index_t rs,
+                   index_t cs) {
   using Bk = pair_blocking;
   using B = blocking<float>;
   const index_t k = b.k;
@@ -352,7 +355,9 @@ void pairs_blocked(index_t m, index_t n, strided<bfloat16> a, const packed_pairs
 /// Bytes of the pair packing of a k x n B (pack_pairs_b_ahead).
 inline std::size_t packed_pairs_b_bytes(index_t k, index_t n) {
   return static_cast<std::size_t>(blocking<float>::padded_cols(std::max<index_t>(n, 0)) *
-                                  pairs_of(std::max<index_t>(k, 0))) * sizeof(std::uint32_t) + 64;
+                                  pairs_of(std::max<index_t>(k, 0))) *
+             sizeof(std::uint32_t) +
+         64;
 }
 
 /// Packs B (k x n, strided bfloat16) in pairs into dst (packed_pairs_b_bytes(k, n) bytes,

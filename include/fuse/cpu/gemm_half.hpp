@@ -73,8 +73,8 @@ void narrow(T* dst, index_t stride, const float* src, index_t n) {
 /// that is contiguous in the source (rows when neither is). Returns the block's strides in the
 /// scratch: element (i, j) of the block at scratch[i * srs + j * scs].
 template <class T>
-void widen_block(float* scratch, const T* data, index_t rs, index_t cs, index_t r0, index_t nr, index_t c0,
-                 index_t nc, index_t& srs, index_t& scs) {
+void widen_block(float* scratch, const T* data, index_t rs, index_t cs, index_t r0, index_t nr, index_t c0, index_t nc,
+                 index_t& srs, index_t& scs) {
   const T* base = data + r0 * rs + c0 * cs;
   if (rs == 1 && cs != 1) {
     for (index_t j = 0; j < nc; ++j) widen(scratch + j * nr, base + j * cs, nr);

@@ -189,7 +189,9 @@ struct isa : zmm_lanes {
   static FUSE_FORCE_INLINE V dot(V acc, V u, V s) {
 #if defined(__GNUC__) && !defined(__clang__)
     V t;  // as for vpdpbusd: GCC spills the accumulators of the intrinsic form
-    __asm__("vpmaddwd %[s], %[u], %[t]\n\tvpaddd %[t], %[a], %[a]" : [a] "+v"(acc), [t] "=&v"(t) : [u] "v"(u), [s] "v"(s));
+    __asm__("vpmaddwd %[s], %[u], %[t]\n\tvpaddd %[t], %[a], %[a]"
+            : [a] "+v"(acc), [t] "=&v"(t)
+            : [u] "v"(u), [s] "v"(s));
     return acc;
 #else
     return _mm512_add_epi32(acc, _mm512_madd_epi16(u, s));
@@ -223,10 +225,8 @@ struct isa : xmm_lanes {
 /// 8-bit values of T (in the low 8 or the high 8 bytes of x) as int16, by T's signedness.
 template <class T, bool HIGH>
 FUSE_FORCE_INLINE __m128i widen(__m128i x) {
-  if constexpr (std::is_signed_v<T>)
-    return _mm_srai_epi16(HIGH ? _mm_unpackhi_epi8(x, x) : _mm_unpacklo_epi8(x, x), 8);
-  else
-    return HIGH ? _mm_unpackhi_epi8(x, _mm_setzero_si128()) : _mm_unpacklo_epi8(x, _mm_setzero_si128());
+  if constexpr (std::is_signed_v<T>) return _mm_srai_epi16(HIGH ? _mm_unpackhi_epi8(x, x) : _mm_unpacklo_epi8(x, x), 8);
+  else return HIGH ? _mm_unpackhi_epi8(x, _mm_setzero_si128()) : _mm_unpacklo_epi8(x, _mm_setzero_si128());
 }
 
 /// One operand slice into panel form: lane l (< valid) of group g holds the G values
@@ -337,7 +337,7 @@ void pack_panel(unsigned char* dst, const T* src, index_t ls, index_t ks, index_
 /// per-column correction stored after the B panel.
 template <int ROWS, bool BU, bool CORR>
 FUSE_FORCE_INLINE void micro_kernel(index_t kg, const unsigned char* ap, const unsigned char* bp, std::int32_t* c,
-                                   index_t rs, index_t cs, index_t h, index_t lo, index_t w, bool accumulate) {
+                                    index_t rs, index_t cs, index_t h, index_t lo, index_t w, bool accumulate) {
   using V = typename isa::V;
   constexpr int MR = isa::MR, NRV = isa::NRV, W = isa::W, NR = W * NRV;
   V acc[ROWS][NRV];
@@ -461,7 +461,8 @@ void blocked(index_t m, index_t n, index_t k, strided<TA> a, index_t kc_step, BP
       for (index_t i0 = 0; i0 < m; i0 += MC) {
         const index_t mc = std::min(MC, m - i0);
         for (index_t ip = 0; ip < mc; ip += MR)
-          pack_panel<G>(abuf.p + ip * kg * 4, &a(i0 + ip, k0), a.rs, a.cs, std::min<index_t>(MR, mc - ip), MR, kc, flip);
+          pack_panel<G>(abuf.p + ip * kg * 4, &a(i0 + ip, k0), a.rs, a.cs, std::min<index_t>(MR, mc - ip), MR, kc,
+                        flip);
         for (index_t jp = 0; jp < nc; jp += NR) {
           const unsigned char* bp = block + jp / NR * bstride;
           const index_t lo = std::max<index_t>(0, skip - (jb + jp));
@@ -485,18 +486,19 @@ void run(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int
   const index_t nc_max = std::min(isa::NC, round_up(n, NR));
   gemm::detail::aligned_buffer<unsigned char> bbuf(
       static_cast<std::size_t>(nc_max / NR * panel_bytes(std::min(kc_step, k), CORR)));
-  blocked<TA, TB>(m, n, k, a, kc_step,
-                  [&](index_t k0, index_t kc, index_t jb, index_t nc) {
-                    const index_t bstride = panel_bytes(kc, CORR);  // aligned: a multiple of NR * 4
-                    for (index_t jp = 0; jp < nc; jp += NR) {
-                      unsigned char* bp = bbuf.p + jp / NR * bstride;
-                      pack_panel<G>(bp, &b(k0, jb + jp), b.cs, b.rs, std::min<index_t>(NR, nc - jp), NR, kc, 0);
-                      if constexpr (CORR)
-                        store_correction<b_unsigned<TA, TB>, std::is_same_v<TA, std::int8_t>>(bp, (kc + G - 1) / G);
-                    }
-                    return std::pair<const unsigned char*, index_t>{bbuf.p, bstride};
-                  },
-                  0, c, rs, cs);
+  blocked<TA, TB>(
+      m, n, k, a, kc_step,
+      [&](index_t k0, index_t kc, index_t jb, index_t nc) {
+        const index_t bstride = panel_bytes(kc, CORR);  // aligned: a multiple of NR * 4
+        for (index_t jp = 0; jp < nc; jp += NR) {
+          unsigned char* bp = bbuf.p + jp / NR * bstride;
+          pack_panel<G>(bp, &b(k0, jb + jp), b.cs, b.rs, std::min<index_t>(NR, nc - jp), NR, kc, 0);
+          if constexpr (CORR)
+            store_correction<b_unsigned<TA, TB>, std::is_same_v<TA, std::int8_t>>(bp, (kc + G - 1) / G);
+        }
+        return std::pair<const unsigned char*, index_t>{bbuf.p, bstride};
+      },
+      0, c, rs, cs);
 }
 
 // --- B packed ahead of time (fuse::pack of 8-bit weights) -----------------------------------------
@@ -530,11 +532,12 @@ void run_prepacked(index_t m, index_t n, index_t k, strided<TA> a, const packed_
                    std::int32_t* c, index_t rs, index_t cs) {
   constexpr int NR = isa::W * isa::NRV;
   const index_t first = j0 / NR * NR;
-  blocked<TA, TB>(m, n, k, a, b.kc,
-                  [&](index_t k0, index_t kc, index_t jb, index_t) {
-                    return std::pair<const unsigned char*, index_t>{b.panel(k0, first + jb), panel_bytes(kc, isa::vnni)};
-                  },
-                  j0 - first, c, rs, cs);
+  blocked<TA, TB>(
+      m, n, k, a, b.kc,
+      [&](index_t k0, index_t kc, index_t jb, index_t) {
+        return std::pair<const unsigned char*, index_t>{b.panel(k0, first + jb), panel_bytes(kc, isa::vnni)};
+      },
+      j0 - first, c, rs, cs);
 }
 
 #endif  // FUSE_GEMM_INT8_ISA > 0
@@ -553,10 +556,9 @@ inline constexpr const char* gemm_int8_isa = "portable";
 /// (rs, cs): C is overwritten (k = 0 gives zeros, m or n = 0 does nothing). Exact: the int32
 /// results wrap as TVM's int32 arithmetic does.
 template <class TA, class TB>
-void gemm_int8(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int32_t* c, index_t rs,
-               index_t cs) {
-  static_assert((std::is_same_v<TA, std::int8_t> || std::is_same_v<TA, std::uint8_t>) &&
-                    (std::is_same_v<TB, std::int8_t> || std::is_same_v<TB, std::uint8_t>),
+void gemm_int8(index_t m, index_t n, index_t k, strided<TA> a, strided<TB> b, std::int32_t* c, index_t rs, index_t cs) {
+  static_assert((std::is_same_v<TA, std::int8_t> || std::is_same_v<TA, std::uint8_t>)&&(
+                    std::is_same_v<TB, std::int8_t> || std::is_same_v<TB, std::uint8_t>),
                 "fuse: gemm_int8 takes int8 or uint8 operands");
   if (m <= 0 || n <= 0) return;
   if (k <= 0) return detail::zero_fill(m, n, c, rs, cs);

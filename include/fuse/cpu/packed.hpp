@@ -45,9 +45,9 @@ template <class T>
 inline constexpr bool is_pair_weight = std::is_same_v<T, bfloat16> && cpu::gemm::has_dpbf16;
 
 template <class T>
-using packed_layout = std::conditional_t<
-    is_8bit_weight<T>, cpu::gemm::packed_int8_b<T>,
-    std::conditional_t<is_pair_weight<T>, cpu::gemm::packed_pairs_b, cpu::gemm::packed_b<cpu::gemm::accumulator_t<T, T>>>>;
+using packed_layout = std::conditional_t<is_8bit_weight<T>, cpu::gemm::packed_int8_b<T>,
+                                         std::conditional_t<is_pair_weight<T>, cpu::gemm::packed_pairs_b,
+                                                            cpu::gemm::packed_b<cpu::gemm::accumulator_t<T, T>>>>;
 
 /// W (n x k: element (j, kk) at data[j * row_stride + kk * col_stride]) packed as B = W^T into
 /// dst (packed_bytes<T>(k, n) bytes, 64-byte aligned).

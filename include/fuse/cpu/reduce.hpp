@@ -159,7 +159,8 @@ bool reads_output(const Ev& ev, const index_array<R>& ext, const void* out_lo, c
   ev.for_each_leaf(
       [&](const bind::leaf_info& leaf) {
         if (!fuse::cpu::detail::overlaps(leaf.lo, leaf.hi, out_lo, out_hi)) return;
-        bool same = same_strides && leaf.folded && leaf.base == static_cast<const void*>(out_base) && leaf.elem_size == sizeof(T);
+        bool same = same_strides && leaf.folded && leaf.base == static_cast<const void*>(out_base) &&
+                    leaf.elem_size == sizeof(T);
         for (std::size_t k = 0; same && k < R; ++k)
           if (ext[k] != 1 && leaf.stride[k] != same_strides[k]) same = false;
         if (!same) clash = true;
@@ -178,7 +179,8 @@ void with_safe_output(tensor_view<T, static_cast<int>(Q)> out, bool clash, Body&
   }
   tensor<std::remove_cv_t<T>, static_cast<int>(Q)> tmp(out.shape().array());
   body(tmp.view());
-  run_elementwise<accurate_math_t, Q>(std::make_tuple(out), std::make_tuple(std::as_const(tmp).view()), streaming_stores::off);
+  run_elementwise<accurate_math_t, Q>(std::make_tuple(out), std::make_tuple(std::as_const(tmp).view()),
+                                      streaming_stores::off);
 }
 
 template <class View>
@@ -199,7 +201,8 @@ void run_reduce(tensor_view<T, static_cast<int>(Q)> out, const reduce_expr<K, Ch
   constexpr int W = simd::width<A>;
   static_assert(Q == R, "fuse::eval: a reduction's output must have the reduction's rank");
   if (!(out.shape().array() == node.shape().array()))
-    throw_shape_error(reduce_name(K), ": output shape ", out.shape().array(), " differs from the result's ", node.shape().array());
+    throw_shape_error(reduce_name(K), ": output shape ", out.shape().array(), " differs from the result's ",
+                      node.shape().array());
 
   context<Mode> ctx;
   const index_array<Rc> ext = node.child.shape().array();
@@ -208,92 +211,94 @@ void run_reduce(tensor_view<T, static_cast<int>(Q)> out, const reduce_expr<K, Ch
   using Acc = detail::accumulator<K, C, A>;
   const void *olo, *ohi;
   detail::byte_range_of(out, olo, ohi);
-  detail::with_safe_output<T, Q>(out, detail::reads_output(ev, ext, olo, ohi, out.data(), nullptr),
-                                 [&](tensor_view<T, static_cast<int>(Q)> out) {
-
-  bool red[Rc > 0 ? Rc : 1] = {}, kept[Rc > 0 ? Rc : 1] = {};
-  index_t count = 1;
-  for (std::size_t d = 0; d < Rc; ++d) {
-    red[d] = node.reduced[d] != 0;
-    kept[d] = !red[d];
-    if (red[d]) count *= ext[d];
-  }
-  // Output element of child coordinates x (reduced axes ignored).
-  const bool keep = Q == Rc;
-  auto out_ptr = [&](const index_array<Rc>& x) {
-    index_t off = 0;
-    std::size_t k = 0;
-    for (std::size_t d = 0; d < Rc; ++d) {
-      if (red[d]) {
-        if (keep) ++k;
-        continue;
-      }
-      off += x[d] * out.stride(k++);
-    }
-    return out.data() + off;
-  };
-  auto write = [&](const index_array<Rc>& x, typename Acc::S r) { *out_ptr(x) = to_storage<V>(detail::finish<K, V>(r, count)); };
-
-  index_array<Rc> x{};
-  if constexpr (Rc == 0) {
-    Acc acc;
-    typename Acc::S r = Acc::identity();
-    r = Acc::combine(r, static_cast<typename Acc::S>(ev.at(x.data())));
-    (void)acc;
-    *out.data() = to_storage<V>(detail::finish<K, V>(r, 1));
-    return;
-  } else {
-    constexpr std::size_t in = Rc - 1;
-    const index_t n = ext[in];
-    if (product(out.shape().array()) == 0) return;
-    if (red[in]) {
-      // Each output element: vectors along the inner axis, rows over the other reduced axes.
-      bool outer_red[Rc] = {};
-      for (std::size_t d = 0; d < in; ++d) outer_red[d] = red[d];
-      detail::for_each_index(x, ext, kept, [&] {
-        Acc acc;
-        if (count != 0) {
-          detail::for_each_index(x, ext, outer_red, [&] {
-            ev.row(x.data());
-            for (index_t j = 0; j < n; j += W) {
-              const int m = static_cast<int>(std::min<index_t>(W, n - j));
-              acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
+  detail::with_safe_output<T, Q>(
+      out, detail::reads_output(ev, ext, olo, ohi, out.data(), nullptr), [&](tensor_view<T, static_cast<int>(Q)> out) {
+        bool red[Rc > 0 ? Rc : 1] = {}, kept[Rc > 0 ? Rc : 1] = {};
+        index_t count = 1;
+        for (std::size_t d = 0; d < Rc; ++d) {
+          red[d] = node.reduced[d] != 0;
+          kept[d] = !red[d];
+          if (red[d]) count *= ext[d];
+        }
+        // Output element of child coordinates x (reduced axes ignored).
+        const bool keep = Q == Rc;
+        auto out_ptr = [&](const index_array<Rc>& x) {
+          index_t off = 0;
+          std::size_t k = 0;
+          for (std::size_t d = 0; d < Rc; ++d) {
+            if (red[d]) {
+              if (keep) ++k;
+              continue;
             }
-          });
-        }
-        write(x, acc.total());
-      });
-    } else {
-      // Vectors across the kept inner axis, accumulated over every reduced axis.
-      bool outer_kept[Rc] = {};
-      for (std::size_t d = 0; d < in; ++d) outer_kept[d] = kept[d];
-      detail::for_each_index(x, ext, outer_kept, [&] {
-        for (index_t j = 0; j < n; j += W) {
-          const int m = static_cast<int>(std::min<index_t>(W, n - j));
+            off += x[d] * out.stride(k++);
+          }
+          return out.data() + off;
+        };
+        auto write = [&](const index_array<Rc>& x, typename Acc::S r) {
+          *out_ptr(x) = to_storage<V>(detail::finish<K, V>(r, count));
+        };
+
+        index_array<Rc> x{};
+        if constexpr (Rc == 0) {
           Acc acc;
-          detail::for_each_index(x, ext, red, [&] {
-            ev.row(x.data());
-            acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
-          });
-          if (count == 0) {
-            for (std::size_t d = 0; d < Rc; ++d)
-              if (red[d]) x[d] = 0;
+          typename Acc::S r = Acc::identity();
+          r = Acc::combine(r, static_cast<typename Acc::S>(ev.at(x.data())));
+          (void)acc;
+          *out.data() = to_storage<V>(detail::finish<K, V>(r, 1));
+          return;
+        } else {
+          constexpr std::size_t in = Rc - 1;
+          const index_t n = ext[in];
+          if (product(out.shape().array()) == 0) return;
+          if (red[in]) {
+            // Each output element: vectors along the inner axis, rows over the other reduced axes.
+            bool outer_red[Rc] = {};
+            for (std::size_t d = 0; d < in; ++d) outer_red[d] = red[d];
+            detail::for_each_index(x, ext, kept, [&] {
+              Acc acc;
+              if (count != 0) {
+                detail::for_each_index(x, ext, outer_red, [&] {
+                  ev.row(x.data());
+                  for (index_t j = 0; j < n; j += W) {
+                    const int m = static_cast<int>(std::min<index_t>(W, n - j));
+                    acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
+                  }
+                });
+              }
+              write(x, acc.total());
+            });
+          } else {
+            // Vectors across the kept inner axis, accumulated over every reduced axis.
+            bool outer_kept[Rc] = {};
+            for (std::size_t d = 0; d < in; ++d) outer_kept[d] = kept[d];
+            detail::for_each_index(x, ext, outer_kept, [&] {
+              for (index_t j = 0; j < n; j += W) {
+                const int m = static_cast<int>(std::min<index_t>(W, n - j));
+                Acc acc;
+                detail::for_each_index(x, ext, red, [&] {
+                  ev.row(x.data());
+                  acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
+                });
+                if (count == 0) {
+                  for (std::size_t d = 0; d < Rc; ++d)
+                    if (red[d]) x[d] = 0;
+                }
+                typename Acc::S lanes_[W], comp_[W];
+                simd::lane_io<typename Acc::S, A>::store(lanes_, acc.acc);
+                simd::lane_io<typename Acc::S, A>::store(comp_, acc.comp);
+                for (int i = 0; i < m; ++i) {
+                  x[in] = j + i;
+                  typename Acc::S r = lanes_[i];
+                  if constexpr (Acc::is_sumlike && K != reduce_kind::prod && std::is_floating_point_v<typename Acc::S>)
+                    r += comp_[i];
+                  write(x, r);
+                }
+                x[in] = 0;
+              }
+            });
           }
-          typename Acc::S lanes_[W], comp_[W];
-          simd::lane_io<typename Acc::S, A>::store(lanes_, acc.acc);
-          simd::lane_io<typename Acc::S, A>::store(comp_, acc.comp);
-          for (int i = 0; i < m; ++i) {
-            x[in] = j + i;
-            typename Acc::S r = lanes_[i];
-            if constexpr (Acc::is_sumlike && K != reduce_kind::prod && std::is_floating_point_v<typename Acc::S>) r += comp_[i];
-            write(x, r);
-          }
-          x[in] = 0;
         }
       });
-    }
-  }
-  });
 }
 
 // ---- softmax / log_softmax and layer_norm: row by row along an axis ----------------------------------------------
@@ -351,7 +356,8 @@ void row_to_buffer(const Ev& ev, index_t n, C* buf) {
   constexpr int W = simd::width<A>;
   // buf has room for a whole vector past n: the tail is stored whole, its extra lanes unused.
   for (index_t j = 0; j < n; j += W)
-    simd::lane_io<C, A>::store(buf + j, vaccess<Ev>::template load<A>(ev, j, static_cast<int>(std::min<index_t>(W, n - j))));
+    simd::lane_io<C, A>::store(buf + j,
+                               vaccess<Ev>::template load<A>(ev, j, static_cast<int>(std::min<index_t>(W, n - j))));
 }
 
 /// Writes n compute values from buf to an output row of dtype T with stride s.
@@ -480,7 +486,8 @@ void run_layer_norm(tensor_view<T, static_cast<int>(Q)> out, const layer_norm_ex
   using V = std::remove_cv_t<T>;
   using C = compute_t<V>;
   if (!(out.shape().array() == node.shape().array()))
-    throw_shape_error("nn.layer_norm: output shape ", out.shape().array(), " differs from the input's ", node.shape().array());
+    throw_shape_error("nn.layer_norm: output shape ", out.shape().array(), " differs from the input's ",
+                      node.shape().array());
   if (product(out.shape().array()) == 0) return;
   const index_t n = out.extent(static_cast<std::size_t>(node.axis));
   // gamma and beta: small 1-D operands, evaluated once.

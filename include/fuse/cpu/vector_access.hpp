@@ -139,7 +139,8 @@ struct vaccess<bind::concat_eval<T, Q, Map, Ch...>> {
     vec_of<Ev, A> r{};
     [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE {
       ((static_cast<int>(I) == first
-            ? (void)(r = vaccess<std::remove_cvref_t<decltype(fuse::get<I>(ev.ch))>>::template load<A>(fuse::get<I>(ev.ch), j, n))
+            ? (void)(r = vaccess<std::remove_cvref_t<decltype(fuse::get<I>(ev.ch))>>::template load<A>(
+                         fuse::get<I>(ev.ch), j, n))
             : (void)0),
        ...);
     }(std::index_sequence_for<Ch...>{});

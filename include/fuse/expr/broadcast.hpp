@@ -64,9 +64,8 @@ struct static_broadcast_shape {
 
 /// The shape type of a node whose operands have shape types S...: static when all are static.
 template <class Op, class... S>
-using broadcast_shape_t =
-    typename std::conditional_t<(S::is_static && ...), static_broadcast_shape<Op, S...>,
-                                std::type_identity<dynamic_shape<detail::max_rank<S...>>>>::type;
+using broadcast_shape_t = typename std::conditional_t<(S::is_static && ...), static_broadcast_shape<Op, S...>,
+                                                      std::type_identity<dynamic_shape<detail::max_rank<S...>>>>::type;
 
 namespace detail {
 inline void append_shapes(std::string&) {}

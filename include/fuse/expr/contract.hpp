@@ -51,11 +51,11 @@ using contract_default_out_t =
 template <class A, class B, class Out>
 inline constexpr bool contraction_dtypes_supported =
     (std::is_same_v<A, float> && std::is_same_v<B, float> && std::is_same_v<Out, float>) ||
-    ((std::is_same_v<A, half> || std::is_same_v<A, bfloat16>) && std::is_same_v<B, A> &&
+    ((std::is_same_v<A, half> || std::is_same_v<A, bfloat16>)&&std::is_same_v<B, A> &&
      (std::is_same_v<Out, A> || std::is_same_v<Out, float>)) ||
     (std::is_same_v<A, double> && std::is_same_v<B, double> && std::is_same_v<Out, double>) ||
-    ((std::is_same_v<A, std::int8_t> || std::is_same_v<A, std::uint8_t>) &&
-     (std::is_same_v<B, std::int8_t> || std::is_same_v<B, std::uint8_t>) && std::is_same_v<Out, std::int32_t>);
+    ((std::is_same_v<A, std::int8_t> || std::is_same_v<A, std::uint8_t>)&&(
+        std::is_same_v<B, std::int8_t> || std::is_same_v<B, std::uint8_t>)&&std::is_same_v<Out, std::int32_t>);
 
 /// A matrix product. Logically A is [batch, M, K] and B is [batch, K, N]; `trans_a` says the
 /// stored A is [.., K, M], `trans_b` that the stored B is [.., N, K]. For dense and matmul the
@@ -146,8 +146,8 @@ inline constexpr bool operand_ranks_fit =
 
 /// Named when batch_matmul's static batch extents differ and neither is 1.
 template <class SA, class SB>
-inline constexpr bool batch_extents_broadcast = SA::extents[0] == SB::extents[0] || SA::extents[0] == 1 ||
-                                                SB::extents[0] == 1;
+inline constexpr bool batch_extents_broadcast =
+    SA::extents[0] == SB::extents[0] || SA::extents[0] == 1 || SB::extents[0] == 1;
 
 namespace detail {
 
@@ -163,7 +163,8 @@ auto make_contract(const AE& a, const BE& b, bool ta, bool tb) {
   constexpr std::size_t R = Kind == contract_kind::batch_matmul ? 3 : AE::rank;
   const char* name = contract_name(Kind);
   if constexpr (requires { typename AE::packed_weight_tag; })
-    static_assert(sizeof(AE) == 0, "fuse: packed weights (fuse::pack) are the second (weight) operand of a contraction");
+    static_assert(sizeof(AE) == 0,
+                  "fuse: packed weights (fuse::pack) are the second (weight) operand of a contraction");
   if constexpr (requires { typename BE::packed_weight_tag; }) {
     static_assert(Kind != contract_kind::batch_matmul,
                   "fuse::batch_matmul: packed weights (fuse::pack) are for nn.dense and nn.matmul");
@@ -200,8 +201,8 @@ auto make_contract(const AE& a, const BE& b, bool ta, bool tb) {
     e.n = tb ? bs[0] : bs[1];
     const index_t kb = tb ? bs[1] : bs[0];
     if (kb != e.k)
-      throw_shape_error(name, ": the reduction extents differ: ", e.k, " in the data ", as,
-                        (ta ? " (transposed)" : ""), " and ", kb, " in the weight ", bs,
+      throw_shape_error(name, ": the reduction extents differ: ", e.k, " in the data ", as, (ta ? " (transposed)" : ""),
+                        " and ", kb, " in the weight ", bs,
                         (tb && Kind == contract_kind::matmul ? " (transposed)" : ""));
     index_array<R> out{};
     if (ta) {
@@ -260,8 +261,8 @@ auto dense(X&& x, W&& w) {
 /// nn.matmul(a, b, transpose_a, transpose_b), transposes fixed at compile time.
 template <bool TransA, bool TransB, class Out = void, expr_operand X, expr_operand W>
 auto matmul(X&& x, W&& w) {
-  return detail::build_contract<contract_kind::matmul, Out, true, TransA, TransB>(
-      static_cast<X&&>(x), static_cast<W&&>(w), TransA, TransB);
+  return detail::build_contract<contract_kind::matmul, Out, true, TransA, TransB>(static_cast<X&&>(x),
+                                                                                  static_cast<W&&>(w), TransA, TransB);
 }
 
 /// nn.matmul(a, b, transpose_a=false, transpose_b=false) with the transposes known at run time.
@@ -297,7 +298,8 @@ auto bias_add(X&& x, Bias&& bias, index_t axis = 1) {
   const auto xs = xe.shape().array();
   const auto a = static_cast<std::size_t>(detail::normalize_axis(axis, "nn.bias_add", xs));
   if (be.shape()[0] != xs[a])
-    throw_shape_error("nn.bias_add: the bias ", be.shape().array(), " must have the extent of axis ", axis, " of x ", xs);
+    throw_shape_error("nn.bias_add: the bias ", be.shape().array(), " must have the extent of axis ", axis, " of x ",
+                      xs);
   // The bias seen as rank R with its extent at `axis` and 1 elsewhere: then it broadcasts.
   axis_map<1> m{};
   m.src[0] = static_cast<index_t>(a);

@@ -159,9 +159,11 @@ auto build_channel(const Op& op, X&& x, C&& channel) {
   static_assert(XE::rank >= 1, "fuse: this op's first operand must have rank >= 1");
   const auto xs = xe.shape().array();
   const auto a = static_cast<std::size_t>(normalize_axis(static_cast<index_t>(op.axis), Op::name, xs));
-  if (static_cast<double>(static_cast<index_t>(op.axis)) != op.axis) throw_shape_error(Op::name, ": axis ", op.axis, " is not an integer");
+  if (static_cast<double>(static_cast<index_t>(op.axis)) != op.axis)
+    throw_shape_error(Op::name, ": axis ", op.axis, " is not an integer");
   if (ce.shape()[0] != xs[a])
-    throw_shape_error(Op::name, ": the channel operand ", ce.shape().array(), " must have the extent of axis ", op.axis, " of ", xs);
+    throw_shape_error(Op::name, ": the channel operand ", ce.shape().array(), " must have the extent of axis ", op.axis,
+                      " of ", xs);
   axis_map<1> m{};
   m.src[0] = static_cast<index_t>(a);
   m.scale[0] = 1;
@@ -177,8 +179,7 @@ auto build(X&&... x) {
   return [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
     if constexpr (ops::has_channel_operand<Op>)
       return build_channel(configured<Op>(std::get<Op::arity + J>(args)...), std::get<I>(std::move(args))...);
-    else
-      return apply_op(configured<Op>(std::get<Op::arity + J>(args)...), std::get<I>(std::move(args))...);
+    else return apply_op(configured<Op>(std::get<Op::arity + J>(args)...), std::get<I>(std::move(args))...);
   }(std::make_index_sequence<Op::arity>{}, std::make_index_sequence<sizeof...(X) - Op::arity>{});
 }
 
@@ -186,11 +187,11 @@ auto build(X&&... x) {
 
 // One builder per op of FUSE_ELEMENTWISE_OPS (fuse/expr/ops.hpp): fuse::add(a, b),
 // fuse::sigmoid(x), fuse::clip(x, a_min, a_max), fuse::leaky_relu(x) or (x, alpha), ...
-#define FUSE_OP_BUILDER_(NAME)                                 \
-  template <class... X>                                        \
-    requires(detail::builder_arguments<ops::NAME, X...>())     \
-  auto NAME(X&&... x) {                                        \
-    return detail::build<ops::NAME>(static_cast<X&&>(x)...);   \
+#define FUSE_OP_BUILDER_(NAME)                               \
+  template <class... X>                                      \
+    requires(detail::builder_arguments<ops::NAME, X...>())   \
+  auto NAME(X&&... x) {                                      \
+    return detail::build<ops::NAME>(static_cast<X&&>(x)...); \
   }
 FUSE_ELEMENTWISE_OPS(FUSE_OP_BUILDER_)
 #undef FUSE_OP_BUILDER_
@@ -206,8 +207,8 @@ template <expr_operand C, class A, class B>
 auto where(C&& c, A&& a, B&& b) {
   using T = detail::adopted_dtype_t<A, B>;
   constexpr const char* name = ops::where::name;
-  return make_map(ops::where{}, detail::operand<bool>(static_cast<C&&>(c), name), detail::operand<T>(static_cast<A&&>(a), name),
-                  detail::operand<T>(static_cast<B&&>(b), name));
+  return make_map(ops::where{}, detail::operand<bool>(static_cast<C&&>(c), name),
+                  detail::operand<T>(static_cast<A&&>(a), name), detail::operand<T>(static_cast<B&&>(b), name));
 }
 
 // ---- operators ------------------------------------------------------------------------------------
@@ -217,12 +218,12 @@ auto where(C&& c, A&& a, B&& b) {
 template <class X>
 concept fuse_operand = expression<std::remove_cvref_t<X>> || is_tensor<std::remove_cvref_t<X>>::value;
 
-#define FUSE_BINARY_OPERATOR(SYM, FN)                                                          \
-  template <class A, class B>                                                                  \
+#define FUSE_BINARY_OPERATOR(SYM, FN)                                                                  \
+  template <class A, class B>                                                                          \
     requires((expr_operand<A> || arithmetic_scalar<A>) && (expr_operand<B> || arithmetic_scalar<B>) && \
-             (fuse_operand<A> || fuse_operand<B>))                                             \
-  auto operator SYM(A&& a, B&& b) {                                                            \
-    return FN(static_cast<A&&>(a), static_cast<B&&>(b));                                       \
+             (fuse_operand<A> || fuse_operand<B>))                                                     \
+  auto operator SYM(A&& a, B&& b) {                                                                    \
+    return FN(static_cast<A&&>(a), static_cast<B&&>(b));                                               \
   }
 FUSE_BINARY_OPERATOR(+, add)
 FUSE_BINARY_OPERATOR(-, subtract)

@@ -34,7 +34,7 @@ struct tuple_base<std::index_sequence<I...>, T...> : tuple_slot<I, T>... {
   // Forwarding, so that a child reaches its slot in one copy (a tree is rebuilt at every call
   // of a cell; by-value parameters copied each child twice per level).
   template <class... U>
-    requires(sizeof...(U) == sizeof...(T) && (std::is_constructible_v<T, U &&> && ...))
+    requires(sizeof...(U) == sizeof...(T) && (std::is_constructible_v<T, U&&> && ...))
   FUSE_HD constexpr tuple_base(U&&... v) : tuple_slot<I, T>{static_cast<U&&>(v)}... {}
 };
 }  // namespace detail
@@ -73,8 +73,9 @@ concept expression = requires {
 
 /// A C++ arithmetic value used as an operand (it adopts the dtype of the other operands).
 template <class T>
-concept arithmetic_scalar = std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, half> ||
-                            std::is_same_v<std::remove_cvref_t<T>, bfloat16>;
+concept arithmetic_scalar =
+    std::is_arithmetic_v<std::remove_cvref_t<T>> || std::is_same_v<std::remove_cvref_t<T>, half> ||
+    std::is_same_v<std::remove_cvref_t<T>, bfloat16>;
 
 /// A constant of dtype T broadcast to any shape (rank 0).
 template <element T>

@@ -265,21 +265,27 @@ std::int64_t wrap_to(std::int64_t x) {
 struct add : numeric_rule, binary_op {
   static constexpr const char* name = "add";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::add(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::add(a, b);
+  }
   double reference(double a, double b) const { return a + b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_add(a, b); }
 };
 struct subtract : numeric_rule, binary_op {
   static constexpr const char* name = "subtract";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::sub(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::sub(a, b);
+  }
   double reference(double a, double b) const { return a - b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_sub(a, b); }
 };
 struct multiply : numeric_rule, binary_op {
   static constexpr const char* name = "multiply";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::mul(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::mul(a, b);
+  }
   double reference(double a, double b) const { return a * b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return fuse::detail::wrap_mul(a, b); }
 };
@@ -288,10 +294,14 @@ struct divide : numeric_rule, binary_op {
   static constexpr const char* name = "divide";
   template <class M, class V>
     requires std::is_floating_point_v<lane_t<V>>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::div(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::div(a, b);
+  }
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::int_div(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::int_div(a, b);
+  }
   double reference(double a, double b) const { return a / b; }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_div(a, b); }
 };
@@ -300,12 +310,18 @@ struct divide : numeric_rule, binary_op {
 struct power : numeric_rule, binary_op {
   static constexpr const char* name = "power";
   template <class M>
-  FUSE_HD float apply(float a, float b) const { return static_cast<float>(std::pow(double(a), double(b))); }
+  FUSE_HD float apply(float a, float b) const {
+    return static_cast<float>(std::pow(double(a), double(b)));
+  }
   template <class M>
-  FUSE_HD double apply(double a, double b) const { return std::pow(a, b); }
+  FUSE_HD double apply(double a, double b) const {
+    return std::pow(a, b);
+  }
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::int_pow(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::int_pow(a, b);
+  }
   double reference(double a, double b) const { return std::pow(a, b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_pow(a, b); }
 };
@@ -313,7 +329,9 @@ struct power : numeric_rule, binary_op {
 struct maximum : numeric_rule, binary_op {
   static constexpr const char* name = "maximum";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::max(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::max(a, b);
+  }
   double reference(double a, double b) const { return std::isnan(a) || std::isnan(b) ? NAN : std::fmax(a, b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return a < b ? b : a; }
 };
@@ -321,7 +339,9 @@ struct maximum : numeric_rule, binary_op {
 struct minimum : numeric_rule, binary_op {
   static constexpr const char* name = "minimum";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::min(a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::min(a, b);
+  }
   double reference(double a, double b) const { return std::isnan(a) || std::isnan(b) ? NAN : std::fmin(a, b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return b < a ? b : a; }
 };
@@ -333,7 +353,9 @@ struct right_shift : integer_rule, binary_op {
   static constexpr const char* name = "right_shift";
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::shift_right(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::shift_right(a, b);
+  }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::shift_right(a, b); }
 };
 /// left_shift(a, b): a << b, wrapping to the dtype; an amount outside [0, bits) gives 0.
@@ -341,7 +363,9 @@ struct left_shift : integer_rule, binary_op {
   static constexpr const char* name = "left_shift";
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::shift_left(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::shift_left(a, b);
+  }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::shift_left(a, b); }
 };
 
@@ -351,10 +375,14 @@ struct floor_divide : numeric_rule, binary_op {
   static constexpr const char* name = "floor_divide";
   template <class M, class V>
     requires std::is_floating_point_v<lane_t<V>>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::floor(lanes<V>::div(a, b)); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::floor(lanes<V>::div(a, b));
+  }
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::int_floor_div(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::int_floor_div(a, b);
+  }
   double reference(double a, double b) const { return std::floor(a / b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_floor_div(a, b); }
 };
@@ -363,12 +391,18 @@ struct floor_divide : numeric_rule, binary_op {
 struct floor_mod : numeric_rule, binary_op {
   static constexpr const char* name = "floor_mod";
   template <class M>
-  FUSE_HD float apply(float a, float b) const { return std::fma(-std::floor(a / b), b, a); }
+  FUSE_HD float apply(float a, float b) const {
+    return std::fma(-std::floor(a / b), b, a);
+  }
   template <class M>
-  FUSE_HD double apply(double a, double b) const { return std::fma(-std::floor(a / b), b, a); }
+  FUSE_HD double apply(double a, double b) const {
+    return std::fma(-std::floor(a / b), b, a);
+  }
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::int_floor_mod(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::int_floor_mod(a, b);
+  }
   double reference(double a, double b) const { return std::fma(-std::floor(a / b), b, a); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_floor_mod(a, b); }
 };
@@ -377,10 +411,14 @@ struct trunc_divide : numeric_rule, binary_op {
   static constexpr const char* name = "trunc_divide";
   template <class M, class V>
     requires std::is_floating_point_v<lane_t<V>>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::trunc(lanes<V>::div(a, b)); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {
+    return lanes<V>::trunc(lanes<V>::div(a, b));
+  }
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::int_div(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::int_div(a, b);
+  }
   double reference(double a, double b) const { return std::trunc(a / b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_div(a, b); }
 };
@@ -388,25 +426,33 @@ struct trunc_divide : numeric_rule, binary_op {
 struct trunc_mod : numeric_rule, binary_op {
   static constexpr const char* name = "trunc_mod";
   template <class M>
-  FUSE_HD float apply(float a, float b) const { return std::fmod(a, b); }
+  FUSE_HD float apply(float a, float b) const {
+    return std::fmod(a, b);
+  }
   template <class M>
-  FUSE_HD double apply(double a, double b) const { return std::fmod(a, b); }
+  FUSE_HD double apply(double a, double b) const {
+    return std::fmod(a, b);
+  }
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a, I b) const { return detail::int_trunc_mod(a, b); }
+  FUSE_HD I apply(I a, I b) const {
+    return detail::int_trunc_mod(a, b);
+  }
   double reference(double a, double b) const { return std::fmod(a, b); }
   std::int64_t reference(std::int64_t a, std::int64_t b) const { return detail::int_trunc_mod(a, b); }
 };
 
 // Bitwise ops on integers, computed in the compute type's bits (sign or zero extension commutes
 // with them, so int8 and uint8 results are those of their own width).
-#define FUSE_BITWISE2(NAME, OPERATOR)                                                                  \
-  struct NAME : integer_rule, binary_op {                                                             \
-    static constexpr const char* name = #NAME;                                                        \
-    template <class M, class I>                                                                       \
-      requires std::is_integral_v<I>                                                                  \
-    FUSE_HD I apply(I a, I b) const { return static_cast<I>(a OPERATOR b); }                          \
-    std::int64_t reference(std::int64_t a, std::int64_t b) const { return a OPERATOR b; }            \
+#define FUSE_BITWISE2(NAME, OPERATOR)                                                     \
+  struct NAME : integer_rule, binary_op {                                                 \
+    static constexpr const char* name = #NAME;                                            \
+    template <class M, class I>                                                           \
+      requires std::is_integral_v<I>                                                      \
+    FUSE_HD I apply(I a, I b) const {                                                     \
+      return static_cast<I>(a OPERATOR b);                                                \
+    }                                                                                     \
+    std::int64_t reference(std::int64_t a, std::int64_t b) const { return a OPERATOR b; } \
   };
 FUSE_BITWISE2(bitwise_and, &)
 FUSE_BITWISE2(bitwise_or, |)
@@ -416,7 +462,9 @@ struct bitwise_not : integer_rule, unary_op {
   static constexpr const char* name = "bitwise_not";
   template <class M, class I>
     requires std::is_integral_v<I>
-  FUSE_HD I apply(I a) const { return static_cast<I>(~a); }
+  FUSE_HD I apply(I a) const {
+    return static_cast<I>(~a);
+  }
   std::int64_t reference(std::int64_t a) const { return ~a; }
 };
 
@@ -425,7 +473,9 @@ struct bitwise_not : integer_rule, unary_op {
 struct negative : numeric_rule, unary_op {
   static constexpr const char* name = "negative";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::neg(a); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
+    return lanes<V>::neg(a);
+  }
   double reference(double a) const { return -a; }
   std::int64_t reference(std::int64_t a) const { return fuse::detail::wrap_sub(std::int64_t{0}, a); }
 };
@@ -433,7 +483,9 @@ struct negative : numeric_rule, unary_op {
 struct abs : numeric_rule, unary_op {
   static constexpr const char* name = "abs";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::abs(a); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
+    return lanes<V>::abs(a);
+  }
   double reference(double a) const { return std::fabs(a); }
   std::int64_t reference(std::int64_t a) const { return a < 0 ? fuse::detail::wrap_sub(std::int64_t{0}, a) : a; }
 };
@@ -444,11 +496,11 @@ struct sign : numeric_rule, unary_op {
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
     const V zero = L::splat(lane_t<V>(0));
-    const V r = L::select(L::gt(a, zero), L::splat(lane_t<V>(1)), L::select(L::lt(a, zero), L::splat(lane_t<V>(-1)), zero));
+    const V r =
+        L::select(L::gt(a, zero), L::splat(lane_t<V>(1)), L::select(L::lt(a, zero), L::splat(lane_t<V>(-1)), zero));
     if constexpr (std::is_floating_point_v<lane_t<V>>)
       return L::select(L::eq(a, zero), a, L::select(L::is_nan(a), a, r));  // keeps -0 and NaN
-    else
-      return r;
+    else return r;
   }
   double reference(double a) const { return std::isnan(a) || a == 0 ? a : (a > 0 ? 1.0 : -1.0); }
   std::int64_t reference(std::int64_t a) const { return (a > 0) - (a < 0); }
@@ -457,7 +509,9 @@ struct sign : numeric_rule, unary_op {
 struct relu : numeric_rule, unary_op {
   static constexpr const char* name = "nn.relu";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::max(a, lanes<V>::splat(lane_t<V>(0))); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
+    return lanes<V>::max(a, lanes<V>::splat(lane_t<V>(0)));
+  }
   double reference(double a) const { return std::isnan(a) ? a : (a > 0 ? a : 0.0); }
   std::int64_t reference(std::int64_t a) const { return a > 0 ? a : 0; }
 };
@@ -466,7 +520,9 @@ struct leaky_relu : floating_rule, unary_op {
   static constexpr const char* name = "nn.leaky_relu";
   double alpha = 0.25;
   template <class Self, class F>
-  static constexpr void attributes(Self& op, F&& f) { f(attribute{"alpha", true}, op.alpha); }
+  static constexpr void attributes(Self& op, F&& f) {
+    f(attribute{"alpha", true}, op.alpha);
+  }
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
@@ -492,7 +548,8 @@ struct clip : numeric_rule, unary_op {
   FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
     using L = lanes<V>;
     using S = lane_t<V>;
-    return L::min(L::max(a, L::splat(detail::bound_to_lane<S>(a_min, true))), L::splat(detail::bound_to_lane<S>(a_max, false)));
+    return L::min(L::max(a, L::splat(detail::bound_to_lane<S>(a_min, true))),
+                  L::splat(detail::bound_to_lane<S>(a_max, false)));
   }
   double reference(double a) const {
     if (std::isnan(a)) return a;
@@ -514,7 +571,9 @@ struct prelu : floating_rule, binary_op {
   static constexpr int channel_operand = 1;
   double axis = 1;
   template <class Self, class F>
-  static constexpr void attributes(Self& op, F&& f) { f(attribute{"axis", true, true}, op.axis); }
+  static constexpr void attributes(Self& op, F&& f) {
+    f(attribute{"axis", true, true}, op.axis);
+  }
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE V apply(V x, V a) const {
     using L = lanes<V>;
@@ -525,15 +584,19 @@ struct prelu : floating_rule, binary_op {
 
 // ---- floating math -----------------------------------------------------------------------------
 
-#define FUSE_FLOAT_UNARY(NAME, RELAY, FLOAT_EXPR, DOUBLE_EXPR)                         \
-  struct NAME : floating_rule, unary_op {                                            \
-    static constexpr const char* name = RELAY;                                       \
-    template <class M, class V>                                                      \
-      requires float_lanes<V>                                                        \
-    FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return FLOAT_EXPR; }                                \
-    template <class M>                                                               \
-    FUSE_HD double apply(double x) const { return DOUBLE_EXPR; }                     \
-    double reference(double x) const { return DOUBLE_EXPR; }                         \
+#define FUSE_FLOAT_UNARY(NAME, RELAY, FLOAT_EXPR, DOUBLE_EXPR) \
+  struct NAME : floating_rule, unary_op {                      \
+    static constexpr const char* name = RELAY;                 \
+    template <class M, class V>                                \
+      requires float_lanes<V>                                  \
+    FUSE_HD FUSE_FORCE_INLINE V apply(V x) const {             \
+      return FLOAT_EXPR;                                       \
+    }                                                          \
+    template <class M>                                         \
+    FUSE_HD double apply(double x) const {                     \
+      return DOUBLE_EXPR;                                      \
+    }                                                          \
+    double reference(double x) const { return DOUBLE_EXPR; }   \
   };
 
 FUSE_FLOAT_UNARY(exp, "exp", math::exp<M>(x), std::exp(x))
@@ -550,25 +613,29 @@ FUSE_FLOAT_UNARY(fast_erf, "fast_erf", math::fast_erf(x), std::erf(x))
 FUSE_FLOAT_UNARY(rsqrt, "rsqrt", lanes<V>::div(lanes<V>::splat(1.0f), lanes<V>::sqrt(x)), 1.0 / std::sqrt(x))
 // GELU, erf form, written with erfc so that negative x keeps its relative accuracy:
 // 0.5 x (1 + erf(x/sqrt2)) = 0.5 x erfc(-x/sqrt2).
-FUSE_FLOAT_UNARY(gelu, "gelu", lanes<V>::mul(lanes<V>::mul(x, lanes<V>::splat(0.5f)),
-                                             math::erfc<M>(lanes<V>::mul(x, lanes<V>::splat(-0.70710678118654752f)))),
+FUSE_FLOAT_UNARY(gelu, "gelu",
+                 lanes<V>::mul(lanes<V>::mul(x, lanes<V>::splat(0.5f)),
+                               math::erfc<M>(lanes<V>::mul(x, lanes<V>::splat(-0.70710678118654752f)))),
                  0.5 * x * std::erfc(-x * 0.70710678118654752440))
 // GELU, tanh form: 0.5 x (1 + tanh(y)) with y = sqrt(2/pi) (x + 0.044715 x^3), written as
 // x * sigmoid(2y) (exact identity) so that negative x does not cancel.
 FUSE_FLOAT_UNARY(gelu_tanh, "gelu_tanh",
-                 lanes<V>::mul(x, math::sigmoid<M>(lanes<V>::mul(
-                                      lanes<V>::mul(x, lanes<V>::splat(1.5957691216057308f)),
-                                      lanes<V>::add(lanes<V>::splat(1.0f), lanes<V>::mul(lanes<V>::splat(0.044715f), lanes<V>::mul(x, x)))))),
+                 lanes<V>::mul(x, math::sigmoid<M>(lanes<V>::mul(lanes<V>::mul(x, lanes<V>::splat(1.5957691216057308f)),
+                                                                 lanes<V>::add(lanes<V>::splat(1.0f),
+                                                                               lanes<V>::mul(lanes<V>::splat(0.044715f),
+                                                                                             lanes<V>::mul(x, x)))))),
                  x / (1.0 + std::exp(-1.5957691216057307593 * x * (1.0 + 0.044715 * x * x))))
 #undef FUSE_FLOAT_UNARY
 
 // Ops that are one `lanes` function and one C library function.
-#define FUSE_LANES_UNARY(NAME, RELAY, LANES_FN, STD_FN)                                   \
-  struct NAME : floating_rule, unary_op {                                              \
-    static constexpr const char* name = RELAY;                                         \
-    template <class M, class V>                                                        \
-    FUSE_HD FUSE_FORCE_INLINE V apply(V x) const { return lanes<V>::LANES_FN(x); }     \
-    double reference(double x) const { return std::STD_FN(x); }                        \
+#define FUSE_LANES_UNARY(NAME, RELAY, LANES_FN, STD_FN)         \
+  struct NAME : floating_rule, unary_op {                       \
+    static constexpr const char* name = RELAY;                  \
+    template <class M, class V>                                 \
+    FUSE_HD FUSE_FORCE_INLINE V apply(V x) const {              \
+      return lanes<V>::LANES_FN(x);                             \
+    }                                                           \
+    double reference(double x) const { return std::STD_FN(x); } \
   };
 /// Correctly rounded square root (IEEE): sqrt(-x) = NaN, sqrt(-0) = -0.
 FUSE_LANES_UNARY(sqrt, "sqrt", sqrt, sqrt)
@@ -585,14 +652,18 @@ FUSE_LANES_UNARY(trunc, "trunc", trunc, trunc)
 // float result (0.5 ULP plus the double function's error), the same code on every executor's
 // scalar lane (SIMD executors run these lane by lane). float64 takes the C library function.
 
-#define FUSE_DOUBLE_UNARY(NAME, RELAY)                                                             \
-  struct NAME : floating_rule, unary_op {                                                          \
-    static constexpr const char* name = RELAY;                                                     \
-    template <class M>                                                                             \
-    FUSE_HD float apply(float x) const { return static_cast<float>(std::NAME(static_cast<double>(x))); } \
-    template <class M>                                                                             \
-    FUSE_HD double apply(double x) const { return std::NAME(x); }                                  \
-    double reference(double x) const { return std::NAME(x); }                                      \
+#define FUSE_DOUBLE_UNARY(NAME, RELAY)                              \
+  struct NAME : floating_rule, unary_op {                           \
+    static constexpr const char* name = RELAY;                      \
+    template <class M>                                              \
+    FUSE_HD float apply(float x) const {                            \
+      return static_cast<float>(std::NAME(static_cast<double>(x))); \
+    }                                                               \
+    template <class M>                                              \
+    FUSE_HD double apply(double x) const {                          \
+      return std::NAME(x);                                          \
+    }                                                               \
+    double reference(double x) const { return std::NAME(x); }       \
   };
 FUSE_DOUBLE_UNARY(log2, "log2")
 FUSE_DOUBLE_UNARY(log10, "log10")
@@ -614,7 +685,9 @@ FUSE_DOUBLE_UNARY(atanh, "atanh")
 struct isnan : classify_rule, unary_op {
   static constexpr const char* name = "isnan";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V x) const { return lanes<V>::is_nan(x); }
+  FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V x) const {
+    return lanes<V>::is_nan(x);
+  }
   bool reference(double x) const { return std::isnan(x); }
 };
 struct isinf : classify_rule, unary_op {
@@ -637,13 +710,15 @@ struct isfinite : classify_rule, unary_op {
 
 // ---- comparisons and logic ---------------------------------------------------------------------
 
-#define FUSE_COMPARE(NAME, RELAY, FN, OPERATOR)                                                   \
-  struct NAME : compare_rule, binary_op {                                                         \
-    static constexpr const char* name = RELAY;                                                    \
-    template <class M, class V>                                                                   \
-    FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V a, V b) const { return lanes<V>::FN(a, b); }                        \
-    bool reference(double a, double b) const { return a OPERATOR b; }                             \
-    bool reference(std::int64_t a, std::int64_t b) const { return a OPERATOR b; }                 \
+#define FUSE_COMPARE(NAME, RELAY, FN, OPERATOR)                                   \
+  struct NAME : compare_rule, binary_op {                                         \
+    static constexpr const char* name = RELAY;                                    \
+    template <class M, class V>                                                   \
+    FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V a, V b) const {                   \
+      return lanes<V>::FN(a, b);                                                  \
+    }                                                                             \
+    bool reference(double a, double b) const { return a OPERATOR b; }             \
+    bool reference(std::int64_t a, std::int64_t b) const { return a OPERATOR b; } \
   };
 FUSE_COMPARE(equal, "equal", eq, ==)
 FUSE_COMPARE(not_equal, "not_equal", ne, !=)
@@ -653,14 +728,16 @@ FUSE_COMPARE(greater, "greater", gt, >)
 FUSE_COMPARE(greater_equal, "greater_equal", ge, >=)
 #undef FUSE_COMPARE
 
-#define FUSE_LOGICAL2(NAME, RELAY, FN, EXPR)                                                      \
-  struct NAME : logical_rule, binary_op {                                                         \
-    static constexpr const char* name = RELAY;                                                    \
-    template <class M, class V>                                                                   \
-    FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const { return lanes<V>::FN(a, b); }                                \
-    bool reference(std::int64_t a, std::int64_t b) const { return EXPR; }                        \
+#define FUSE_LOGICAL2(NAME, RELAY, FN, EXPR)                              \
+  struct NAME : logical_rule, binary_op {                                 \
+    static constexpr const char* name = RELAY;                            \
+    template <class M, class V>                                           \
+    FUSE_HD FUSE_FORCE_INLINE V apply(V a, V b) const {                   \
+      return lanes<V>::FN(a, b);                                          \
+    }                                                                     \
+    bool reference(std::int64_t a, std::int64_t b) const { return EXPR; } \
   };
-FUSE_LOGICAL2(logical_and, "logical_and", logical_and, a && b)
+FUSE_LOGICAL2(logical_and, "logical_and", logical_and, a&& b)
 FUSE_LOGICAL2(logical_or, "logical_or", logical_or, a || b)
 FUSE_LOGICAL2(logical_xor, "logical_xor", logical_xor, (a != 0) != (b != 0))
 #undef FUSE_LOGICAL2
@@ -668,7 +745,9 @@ FUSE_LOGICAL2(logical_xor, "logical_xor", logical_xor, (a != 0) != (b != 0))
 struct logical_not : logical_rule, unary_op {
   static constexpr const char* name = "logical_not";
   template <class M, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const { return lanes<V>::logical_not(a); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(V a) const {
+    return lanes<V>::logical_not(a);
+  }
   bool reference(std::int64_t a) const { return !a; }
 };
 
@@ -692,7 +771,9 @@ struct where {
                   "fuse: where's two value operands must have the same dtype; convert one with fuse::cast<T>(...)");
   }
   template <class M, class Mask, class V>
-  FUSE_HD FUSE_FORCE_INLINE V apply(Mask c, V a, V b) const { return lanes<V>::select(c, a, b); }
+  FUSE_HD FUSE_FORCE_INLINE V apply(Mask c, V a, V b) const {
+    return lanes<V>::select(c, a, b);
+  }
   double reference(std::int64_t c, double a, double b) const { return c ? a : b; }
   std::int64_t reference(std::int64_t c, std::int64_t a, std::int64_t b) const { return c ? a : b; }
 };
@@ -717,6 +798,8 @@ inline constexpr bool is_cast<cast<To>> = true;
 /// this one list (fuse/expr/elementwise.hpp); with `where`, the ops the Relay frontend takes from
 /// this table (fuse/relay/ops.hpp, interpreter.hpp, emit.hpp). `where` (a bool condition among
 /// its operands) and `cast` (a dtype as template argument) have their own builders.
+// Kept as written (grouped by kind; the formatter would stair-step it).
+// clang-format off
 #define FUSE_ELEMENTWISE_OPS(X)                                                                              \
   X(add) X(subtract) X(multiply) X(divide) X(power) X(maximum) X(minimum) X(right_shift) X(left_shift)       \
   X(floor_divide) X(floor_mod) X(trunc_divide) X(trunc_mod) X(bitwise_and) X(bitwise_or) X(bitwise_xor)      \
@@ -726,6 +809,7 @@ inline constexpr bool is_cast<cast<To>> = true;
   X(logical_xor) X(logical_not) X(negative) X(abs) X(sign) X(relu) X(leaky_relu) X(clip) X(exp) X(log)       \
   X(tanh) X(sigmoid) X(erf) X(fast_exp) X(fast_tanh) X(fast_erf) X(rsqrt) X(gelu) X(gelu_tanh) X(sqrt) X(round) \
   X(floor) X(ceil) X(trunc)
+// clang-format on
 
 /// A list of op types.
 template <class... Op>

@@ -127,54 +127,54 @@ auto make_reduce(const Child& c, const index_t* axes, std::size_t N, bool exclud
 
 }  // namespace detail
 
-#define FUSE_REDUCTION(NAME, KIND)                                                                             \
-  /** NAME over every axis: a rank-0 result. */                                                              \
-  template <expr_operand X>                                                                                    \
-  auto NAME(X&& x) {                                                                                           \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    return detail::make_reduce<KIND, 0>(c, nullptr, 0, false, false);                                                  \
-  }                                                                                                            \
-  template <expr_operand X>                                                                                    \
-  auto NAME(X&& x, keepdims_t) {                                                                               \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    return detail::make_reduce<KIND, decltype(c)::rank>(c, nullptr, 0, false, true);                                   \
-  }                                                                                                            \
-  /** NAME over one axis. */                                                                                 \
-  template <expr_operand X>                                                                                    \
-  auto NAME(X&& x, index_t axis) {                                                                             \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    static_assert(decltype(c)::rank >= 1, "fuse: cannot reduce an axis of a rank-0 expression");             \
-    const index_t a[1] = {axis};                                                                               \
-    return detail::make_reduce<KIND, decltype(c)::rank - 1>(c, a, 1, false, false);                               \
-  }                                                                                                            \
-  template <expr_operand X>                                                                                    \
-  auto NAME(X&& x, index_t axis, keepdims_t) {                                                                 \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    const index_t a[1] = {axis};                                                                               \
-    return detail::make_reduce<KIND, decltype(c)::rank>(c, a, 1, false, true);                                    \
-  }                                                                                                            \
-  /** NAME over the listed axes. */                                                                          \
-  template <expr_operand X, std::size_t N>                                                                     \
-  auto NAME(X&& x, const index_t (&axes)[N]) {                                                                 \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    static_assert(N <= decltype(c)::rank, "fuse: more reduction axes than dimensions");                      \
-    return detail::make_reduce<KIND, decltype(c)::rank - N>(c, axes, N, false, false);                            \
-  }                                                                                                            \
-  template <expr_operand X, std::size_t N>                                                                     \
-  auto NAME(X&& x, const index_t (&axes)[N], keepdims_t) {                                                     \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    return detail::make_reduce<KIND, decltype(c)::rank>(c, axes, N, false, true);                                 \
-  }                                                                                                            \
-  /** NAME over every axis except the listed ones. */                                                        \
-  template <expr_operand X, std::size_t N>                                                                     \
-  auto NAME(X&& x, const index_t (&axes)[N], exclude_t) {                                                      \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    return detail::make_reduce<KIND, N>(c, axes, N, true, false);                                                 \
-  }                                                                                                            \
-  template <expr_operand X, std::size_t N>                                                                     \
-  auto NAME(X&& x, const index_t (&axes)[N], exclude_t, keepdims_t) {                                          \
-    auto c = as_expr(static_cast<X&&>(x));                                                                     \
-    return detail::make_reduce<KIND, decltype(c)::rank>(c, axes, N, true, true);                                  \
+#define FUSE_REDUCTION(NAME, KIND)                                                               \
+  /** NAME over every axis: a rank-0 result. */                                                  \
+  template <expr_operand X>                                                                      \
+  auto NAME(X&& x) {                                                                             \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    return detail::make_reduce<KIND, 0>(c, nullptr, 0, false, false);                            \
+  }                                                                                              \
+  template <expr_operand X>                                                                      \
+  auto NAME(X&& x, keepdims_t) {                                                                 \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    return detail::make_reduce<KIND, decltype(c)::rank>(c, nullptr, 0, false, true);             \
+  }                                                                                              \
+  /** NAME over one axis. */                                                                     \
+  template <expr_operand X>                                                                      \
+  auto NAME(X&& x, index_t axis) {                                                               \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    static_assert(decltype(c)::rank >= 1, "fuse: cannot reduce an axis of a rank-0 expression"); \
+    const index_t a[1] = {axis};                                                                 \
+    return detail::make_reduce<KIND, decltype(c)::rank - 1>(c, a, 1, false, false);              \
+  }                                                                                              \
+  template <expr_operand X>                                                                      \
+  auto NAME(X&& x, index_t axis, keepdims_t) {                                                   \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    const index_t a[1] = {axis};                                                                 \
+    return detail::make_reduce<KIND, decltype(c)::rank>(c, a, 1, false, true);                   \
+  }                                                                                              \
+  /** NAME over the listed axes. */                                                              \
+  template <expr_operand X, std::size_t N>                                                       \
+  auto NAME(X&& x, const index_t(&axes)[N]) {                                                    \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    static_assert(N <= decltype(c)::rank, "fuse: more reduction axes than dimensions");          \
+    return detail::make_reduce<KIND, decltype(c)::rank - N>(c, axes, N, false, false);           \
+  }                                                                                              \
+  template <expr_operand X, std::size_t N>                                                       \
+  auto NAME(X&& x, const index_t(&axes)[N], keepdims_t) {                                        \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    return detail::make_reduce<KIND, decltype(c)::rank>(c, axes, N, false, true);                \
+  }                                                                                              \
+  /** NAME over every axis except the listed ones. */                                            \
+  template <expr_operand X, std::size_t N>                                                       \
+  auto NAME(X&& x, const index_t(&axes)[N], exclude_t) {                                         \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    return detail::make_reduce<KIND, N>(c, axes, N, true, false);                                \
+  }                                                                                              \
+  template <expr_operand X, std::size_t N>                                                       \
+  auto NAME(X&& x, const index_t(&axes)[N], exclude_t, keepdims_t) {                             \
+    auto c = as_expr(static_cast<X&&>(x));                                                       \
+    return detail::make_reduce<KIND, decltype(c)::rank>(c, axes, N, true, true);                 \
   }
 
 FUSE_REDUCTION(sum, reduce_kind::sum)
@@ -217,8 +217,9 @@ auto layer_norm(X&& x, G&& gamma, B&& beta, index_t axis = -1, double epsilon = 
   using XE = decltype(xe);
   using T = typename XE::value_type;
   static_assert(is_floating_dtype<T>, "fuse::layer_norm: needs a floating dtype");
-  static_assert(std::is_same_v<T, typename decltype(ge)::value_type> && std::is_same_v<T, typename decltype(be)::value_type>,
-                "fuse::layer_norm: gamma and beta must have the dtype of x");
+  static_assert(
+      std::is_same_v<T, typename decltype(ge)::value_type> && std::is_same_v<T, typename decltype(be)::value_type>,
+      "fuse::layer_norm: gamma and beta must have the dtype of x");
   static_assert(decltype(ge)::rank == 1 && decltype(be)::rank == 1, "fuse::layer_norm: gamma and beta are 1-D");
   const auto in = xe.shape().array();
   const auto a = detail::normalize_axis(axis, "nn.layer_norm", in);
@@ -227,7 +228,8 @@ auto layer_norm(X&& x, G&& gamma, B&& beta, index_t axis = -1, double epsilon = 
     throw_shape_error("nn.layer_norm: gamma ", ge.shape().array(), " and beta ", be.shape().array(),
                       " must have the extent of axis ", axis, " of x ", in);
   if (!(epsilon >= 0)) throw_shape_error("nn.layer_norm: epsilon must be >= 0, got ", epsilon);
-  return layer_norm_expr<XE, decltype(ge), decltype(be)>{xe, ge, be, dynamic_shape<XE::rank>(xe.shape()), a, epsilon, center, scale};
+  return layer_norm_expr<XE, decltype(ge), decltype(be)>{xe, ge,      be,     dynamic_shape<XE::rank>(xe.shape()),
+                                                         a,  epsilon, center, scale};
 }
 
 }  // namespace fuse

@@ -68,7 +68,8 @@ auto with_static_shape(const V& v) {
 // ---- the rules, named so that compiler notes name the view, its parameters and the shape -------------
 
 template <class Op, index_t Axis, class S>
-inline constexpr bool axis_is_in_range_for = Axis >= -static_cast<index_t>(S::rank) && Axis < static_cast<index_t>(S::rank);
+inline constexpr bool axis_is_in_range_for =
+    Axis >= -static_cast<index_t>(S::rank) && Axis < static_cast<index_t>(S::rank);
 
 template <index_t Sections, index_t Axis, class S>
 inline constexpr bool split_sections_divide_the_axis = [] {
@@ -93,14 +94,16 @@ inline constexpr bool squeezed_axes_have_extent_1 = [] {
   bool seen[S::rank + 1] = {};
   for (index_t p : {A...}) {
     const index_t a = p < 0 ? p + static_cast<index_t>(S::rank) : p;
-    if (a < 0 || a >= static_cast<index_t>(S::rank) || seen[a] || S::extents[static_cast<std::size_t>(a)] != 1) return false;
+    if (a < 0 || a >= static_cast<index_t>(S::rank) || seen[a] || S::extents[static_cast<std::size_t>(a)] != 1)
+      return false;
     seen[a] = true;
   }
   return true;
 }();
 
 template <index_t Axis, std::size_t NumNew, class S>
-inline constexpr bool expand_dims_axis_is_in_range_for = Axis >= -static_cast<index_t>(S::rank) - 1 && Axis <= static_cast<index_t>(S::rank);
+inline constexpr bool expand_dims_axis_is_in_range_for =
+    Axis >= -static_cast<index_t>(S::rank) - 1 && Axis <= static_cast<index_t>(S::rank);
 
 namespace detail {
 /// Relay's reshape codes at compile time (the rules of resolve_reshape); ok is false when the
@@ -178,21 +181,23 @@ auto split(X&& x_, axis_t<A>) {
   auto x = detail::view_operand(static_cast<X&&>(x_));
   using S = typename decltype(x)::shape_type;
   if constexpr (S::is_static) {
-    static_assert(axis_is_in_range_for<view_ops::split, A, S>, "fuse::split: the axis is out of range for the shape (see the note)");
-    static_assert(!axis_is_in_range_for<view_ops::split, A, S> || split_sections_divide_the_axis<static_cast<index_t>(N), A, S>,
-                  "fuse::split: the sections do not divide the axis' extent (see the note)");
+    static_assert(axis_is_in_range_for<view_ops::split, A, S>,
+                  "fuse::split: the axis is out of range for the shape (see the note)");
+    static_assert(
+        !axis_is_in_range_for<view_ops::split, A, S> || split_sections_divide_the_axis<static_cast<index_t>(N), A, S>,
+        "fuse::split: the sections do not divide the axis' extent (see the note)");
     if constexpr (split_sections_divide_the_axis<static_cast<index_t>(N), A, S>) {
-    constexpr auto part = [] {
-      auto e = detail::static_extents<S>();
-      e[static_cast<std::size_t>(detail::normalized_axis<A, S::rank>())] /= static_cast<index_t>(N);
-      return e;
-    }();
-    using P = detail::shape_of_array_t<part>;
-    auto parts = split<N>(x, A);
-    using V = decltype(detail::with_static_shape<P>(parts[0]));
-    std::array<V, N> out;
-    for (std::size_t i = 0; i < N; ++i) out[i] = detail::with_static_shape<P>(parts[i]);
-    return out;
+      constexpr auto part = [] {
+        auto e = detail::static_extents<S>();
+        e[static_cast<std::size_t>(detail::normalized_axis<A, S::rank>())] /= static_cast<index_t>(N);
+        return e;
+      }();
+      using P = detail::shape_of_array_t<part>;
+      auto parts = split<N>(x, A);
+      using V = decltype(detail::with_static_shape<P>(parts[0]));
+      std::array<V, N> out;
+      for (std::size_t i = 0; i < N; ++i) out[i] = detail::with_static_shape<P>(parts[i]);
+      return out;
     }
   } else {
     return split<N>(x, A);
@@ -207,10 +212,12 @@ auto transpose(X&& x_) {
   using S = typename decltype(x)::shape_type;
   const index_t axes[] = {P...};
   if constexpr (S::is_static) {
-    static_assert(axes_are_a_permutation_of<S, P...>, "fuse::transpose: the axes are not a permutation of the shape's (see the note)");
+    static_assert(axes_are_a_permutation_of<S, P...>,
+                  "fuse::transpose: the axes are not a permutation of the shape's (see the note)");
     if constexpr (axes_are_a_permutation_of<S, P...>) {
-    constexpr std::array<index_t, sizeof...(P)> out = {S::extents[static_cast<std::size_t>(P < 0 ? P + static_cast<index_t>(S::rank) : P)]...};
-    return detail::with_static_shape<detail::shape_of_array_t<out>>(transpose(x, axes));
+      constexpr std::array<index_t, sizeof...(P)> out = {
+          S::extents[static_cast<std::size_t>(P < 0 ? P + static_cast<index_t>(S::rank) : P)]...};
+      return detail::with_static_shape<detail::shape_of_array_t<out>>(transpose(x, axes));
     }
   } else {
     return transpose(x, axes);
@@ -228,17 +235,18 @@ auto squeeze(X&& x_) {
     static_assert(squeezed_axes_have_extent_1<S, Ax...>,
                   "fuse::squeeze: an axis is out of range, repeated, or of extent other than 1 (see the note)");
     if constexpr (squeezed_axes_have_extent_1<S, Ax...>) {
-    constexpr auto out = [] {
-      std::array<index_t, S::rank - sizeof...(Ax)> o{};
-      std::size_t k = 0;
-      for (std::size_t d = 0; d < S::rank; ++d) {
-        bool drop = false;
-        for (index_t a : {Ax...}) drop = drop || (a < 0 ? a + static_cast<index_t>(S::rank) : a) == static_cast<index_t>(d);
-        if (!drop) o[k++] = S::extents[d];
-      }
-      return o;
-    }();
-    return detail::with_static_shape<detail::shape_of_array_t<out>>(squeeze(x, axes));
+      constexpr auto out = [] {
+        std::array<index_t, S::rank - sizeof...(Ax)> o{};
+        std::size_t k = 0;
+        for (std::size_t d = 0; d < S::rank; ++d) {
+          bool drop = false;
+          for (index_t a : {Ax...})
+            drop = drop || (a < 0 ? a + static_cast<index_t>(S::rank) : a) == static_cast<index_t>(d);
+          if (!drop) o[k++] = S::extents[d];
+        }
+        return o;
+      }();
+      return detail::with_static_shape<detail::shape_of_array_t<out>>(squeeze(x, axes));
     }
   } else {
     return squeeze(x, axes);
@@ -252,20 +260,21 @@ auto expand_dims(X&& x_, axis_t<A>) {
   auto x = detail::view_operand(static_cast<X&&>(x_));
   using S = typename decltype(x)::shape_type;
   if constexpr (S::is_static) {
-    static_assert(expand_dims_axis_is_in_range_for<A, NumNew, S>, "fuse::expand_dims: the axis is out of range (see the note)");
+    static_assert(expand_dims_axis_is_in_range_for<A, NumNew, S>,
+                  "fuse::expand_dims: the axis is out of range (see the note)");
     if constexpr (expand_dims_axis_is_in_range_for<A, NumNew, S>) {
-    constexpr auto out = [] {
-      std::array<index_t, S::rank + NumNew> o{};
-      const index_t a = A < 0 ? A + static_cast<index_t>(S::rank) + 1 : A;
-      std::size_t k = 0;
-      for (std::size_t d = 0; d <= S::rank; ++d) {
-        if (static_cast<index_t>(d) == a)
-          for (std::size_t n = 0; n < NumNew; ++n) o[k++] = 1;
-        if (d < S::rank) o[k++] = S::extents[d];
-      }
-      return o;
-    }();
-    return detail::with_static_shape<detail::shape_of_array_t<out>>(expand_dims<NumNew>(x, A));
+      constexpr auto out = [] {
+        std::array<index_t, S::rank + NumNew> o{};
+        const index_t a = A < 0 ? A + static_cast<index_t>(S::rank) + 1 : A;
+        std::size_t k = 0;
+        for (std::size_t d = 0; d <= S::rank; ++d) {
+          if (static_cast<index_t>(d) == a)
+            for (std::size_t n = 0; n < NumNew; ++n) o[k++] = 1;
+          if (d < S::rank) o[k++] = S::extents[d];
+        }
+        return o;
+      }();
+      return detail::with_static_shape<detail::shape_of_array_t<out>>(expand_dims<NumNew>(x, A));
     }
   } else {
     return expand_dims<NumNew>(x, A);
@@ -281,7 +290,8 @@ auto reshape(X&& x_) {
   using S = typename decltype(x)::shape_type;
   const index_t codes[] = {Codes...};
   if constexpr (S::is_static) {
-    static_assert(reshape_codes_fit<S, Codes...>, "fuse::reshape: the newshape codes do not fit the shape (see the note)");
+    static_assert(reshape_codes_fit<S, Codes...>,
+                  "fuse::reshape: the newshape codes do not fit the shape (see the note)");
     constexpr auto r = detail::resolve_static_reshape<S, Codes...>();
     if constexpr (r.ok) return reshape<r.rank>(x, codes);
   } else {

@@ -132,10 +132,8 @@ decltype(auto) view_operand(X&& x) {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_tensor<D>::value && std::is_lvalue_reference_v<X> && !std::is_const_v<std::remove_reference_t<X>>)
     return x.view();
-  else if constexpr (is_tensor_view<D>::value)
-    return D(x);
-  else
-    return as_expr(static_cast<X&&>(x));
+  else if constexpr (is_tensor_view<D>::value) return D(x);
+  else return as_expr(static_cast<X&&>(x));
 }
 
 template <class T, auto E, std::size_t R>
@@ -184,8 +182,7 @@ namespace detail {
 template <std::size_t R>
 index_t normalize_axis(index_t axis, const char* op, const index_array<R>& s, index_t rank_for_axis = R) {
   const index_t a = axis < 0 ? axis + rank_for_axis : axis;
-  if (a < 0 || a >= rank_for_axis)
-    throw_shape_error(op, ": axis ", axis, " is out of range for shape ", s);
+  if (a < 0 || a >= rank_for_axis) throw_shape_error(op, ": axis ", axis, " is out of range for shape ", s);
   return a;
 }
 template <std::size_t Rc>
@@ -300,22 +297,25 @@ struct slice_spec {
 /// axes that begin/end/strides apply to. Throws shape_error on a zero stride or bad axis.
 template <class X, std::size_t N>
   requires expr_operand<X>
-auto strided_slice(X&& x_, const index_t (&begin)[N], const index_t (&end)[N], std::initializer_list<index_t> strides = {},
-                   std::initializer_list<index_t> axes = {}, bool slice_mode_size = false) {
+auto strided_slice(X&& x_, const index_t (&begin)[N], const index_t (&end)[N],
+                   std::initializer_list<index_t> strides = {}, std::initializer_list<index_t> axes = {},
+                   bool slice_mode_size = false) {
   auto x = detail::view_operand(static_cast<X&&>(x_));
   using E = decltype(x);
   constexpr std::size_t R = E::rank;
   const auto in = x.shape().array();
   if (axes.size() != 0 && axes.size() != N)
-    throw_shape_error("strided_slice: ", static_cast<index_t>(axes.size()), " axes given for ", N, " begin values on shape ", in);
+    throw_shape_error("strided_slice: ", static_cast<index_t>(axes.size()), " axes given for ", N,
+                      " begin values on shape ", in);
   if (strides.size() > N)
-    throw_shape_error("strided_slice: ", static_cast<index_t>(strides.size()), " strides given for ", N, " begin values");
-  if (axes.size() == 0 && N > R)
-    throw_shape_error("strided_slice: ", N, " begin values given for shape ", in);
+    throw_shape_error("strided_slice: ", static_cast<index_t>(strides.size()), " strides given for ", N,
+                      " begin values");
+  if (axes.size() == 0 && N > R) throw_shape_error("strided_slice: ", N, " begin values given for shape ", in);
   slice_axis sl[R > 0 ? R : 1];
   for (std::size_t d = 0; d < R; ++d) sl[d] = slice_axis{0, 1, in[d]};
   for (std::size_t i = 0; i < N; ++i) {
-    const std::size_t d = axes.size() ? static_cast<std::size_t>(detail::normalize_axis(axes.begin()[i], "strided_slice", in)) : i;
+    const std::size_t d =
+        axes.size() ? static_cast<std::size_t>(detail::normalize_axis(axes.begin()[i], "strided_slice", in)) : i;
     const index_t st = i < strides.size() ? strides.begin()[i] : 1;
     if (st == 0) throw_shape_error("strided_slice: stride 0 on axis ", static_cast<index_t>(d), " of shape ", in);
     sl[d] = detail::canonical_slice(in[d], begin[i], end[i], slice_mode_size ? 1 : st, slice_mode_size, d, in);
@@ -336,7 +336,8 @@ auto split(X&& x_, index_t axis = 0) {
   const auto in = x.shape().array();
   const auto a = static_cast<std::size_t>(detail::normalize_axis(axis, "split", in));
   if (in[a] % static_cast<index_t>(N) != 0)
-    throw_shape_error("split: axis ", axis, " of shape ", in, " (extent ", in[a], ") does not divide into ", N, " equal sections");
+    throw_shape_error("split: axis ", axis, " of shape ", in, " (extent ", in[a], ") does not divide into ", N,
+                      " equal sections");
   const index_t part = in[a] / static_cast<index_t>(N);
   // Each part built in place (a cell rebuilds its split at every call; default-constructing
   // the array and assigning copied every part once more).
@@ -368,8 +369,8 @@ auto split(X&& x_, const index_t (&indices)[N], index_t axis = 0) {
   for (std::size_t i = 0; i <= N; ++i) {
     const index_t cut = i < N ? indices[i] : in[a];
     if (i < N && (cut <= prev || cut >= in[a]))
-      throw_shape_error("split: indices must increase strictly inside (0, ", in[a], ") on axis ", axis,
-                        " of shape ", in, "; index ", cut, " does not");
+      throw_shape_error("split: indices must increase strictly inside (0, ", in[a], ") on axis ", axis, " of shape ",
+                        in, "; index ", cut, " does not");
     slice_axis sl[R];
     for (std::size_t d = 0; d < R; ++d) sl[d] = slice_axis{0, 1, in[d]};
     sl[a] = slice_axis{prev, 1, cut - prev};
@@ -621,7 +622,8 @@ auto make_concat(index_t axis, std::index_sequence<I...>, const C&... c) {
 }  // namespace detail
 
 template <class X>
-inline constexpr bool tuple_element_would_dangle = is_tensor<std::remove_cvref_t<X>>::value && !std::is_lvalue_reference_v<X>;
+inline constexpr bool tuple_element_would_dangle =
+    is_tensor<std::remove_cvref_t<X>>::value && !std::is_lvalue_reference_v<X>;
 
 /// concatenate((a, b, ...), axis): Relay takes a tuple; here a std::tuple of operands. Tensors
 /// must be in it by reference (std::tie(a, b), std::forward_as_tuple(a, f(b))): a tuple holding
@@ -633,7 +635,8 @@ auto concatenate(const std::tuple<X...>& parts, index_t axis = 0) {
                 "fuse::concatenate: the tuple holds a copy of a tensor, which dies with the tuple; "
                 "pass std::tie(a, b), std::forward_as_tuple(a, expr) or views");
   return std::apply(
-      [&](const auto&... p) { return detail::make_concat(axis, std::index_sequence_for<X...>{}, as_expr(p)...); }, parts);
+      [&](const auto&... p) { return detail::make_concat(axis, std::index_sequence_for<X...>{}, as_expr(p)...); },
+      parts);
 }
 /// concatenate(array, axis): e.g. the parts that split returned.
 template <class Arr>

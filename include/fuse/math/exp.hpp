@@ -40,9 +40,11 @@ inline constexpr float exp16_q0 = 0x1.00028ap-1f;
 inline constexpr float exp16_q1 = 0x1.555768p-3f;
 // 2^(j/16), rounded (relative error <= 0.8 * 2^-24).
 FUSE_MATH_TABLE(exp2_16_table, 1,
-  {
-   {0x1.p+0f, 0x1.0b5586p+0f, 0x1.172b84p+0f, 0x1.2387a6p+0f, 0x1.306fe0p+0f, 0x1.3dea64p+0f, 0x1.4bfdaep+0f, 0x1.5ab07ep+0f, 0x1.6a09e6p+0f, 0x1.7a1148p+0f, 0x1.8ace54p+0f, 0x1.9c4918p+0f, 0x1.ae89fap+0f, 0x1.c199bep+0f, 0x1.d5818ep+0f, 0x1.ea4afap+0f},
-  })
+                {
+                    {0x1.p+0f, 0x1.0b5586p+0f, 0x1.172b84p+0f, 0x1.2387a6p+0f, 0x1.306fe0p+0f, 0x1.3dea64p+0f,
+                     0x1.4bfdaep+0f, 0x1.5ab07ep+0f, 0x1.6a09e6p+0f, 0x1.7a1148p+0f, 0x1.8ace54p+0f, 0x1.9c4918p+0f,
+                     0x1.ae89fap+0f, 0x1.c199bep+0f, 0x1.d5818ep+0f, 0x1.ea4afap+0f},
+                })
 
 /// x = n*ln2 + r. k = n + round_shifter carries n in its low bits (for pow2_from_shifted).
 template <class V>

@@ -33,8 +33,7 @@ FUSE_HD FUSE_FORCE_INLINE V log(V x) noexcept {
   const V result = P::fma(e, V(detail::ln2_hi), small + f);
   // Special inputs: the split above is meaningless there.
   // The special cases: +-0 -> -inf, x < 0 -> the default quiet NaN, NaN -> quieted x, +inf -> +inf.
-  const V special = P::select(x == V(0.0f), V(-__builtin_inff()),
-                              P::select(x < V(0.0f), V(__builtin_nanf("")), x + x));
+  const V special = P::select(x == V(0.0f), V(-__builtin_inff()), P::select(x < V(0.0f), V(__builtin_nanf("")), x + x));
   return P::select((x > V(0.0f)) & (x < V(__builtin_inff())), result, special);
 }
 

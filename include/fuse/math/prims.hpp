@@ -50,12 +50,8 @@ namespace detail {
 template <class Mode>
 inline constexpr bool is_fast = std::is_same_v<Mode, fuse::fast_math_t>;
 
-FUSE_HD FUSE_FORCE_INLINE float float_from_bits(std::uint32_t u) noexcept {
-  return __builtin_bit_cast(float, u);
-}
-FUSE_HD FUSE_FORCE_INLINE std::uint32_t bits_of(float f) noexcept {
-  return __builtin_bit_cast(std::uint32_t, f);
-}
+FUSE_HD FUSE_FORCE_INLINE float float_from_bits(std::uint32_t u) noexcept { return __builtin_bit_cast(float, u); }
+FUSE_HD FUSE_FORCE_INLINE std::uint32_t bits_of(float f) noexcept { return __builtin_bit_cast(std::uint32_t, f); }
 
 /// Adding this to a float y with |y| < 2^22 rounds y to the nearest integer n (ties to even) and
 /// leaves n, in two's complement, in the low mantissa bits: bits(y + shifter) = 0x4B400000 + n.

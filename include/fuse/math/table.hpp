@@ -23,12 +23,11 @@ namespace fuse::math::detail {
 // per translation unit in device memory: device code cannot read host variables.
 // FUSE_MATH_TABLE32 holds 32 intervals per row (one vpermt2ps per row on AVX-512).
 #if defined(__CUDACC__)
-#define FUSE_MATH_TABLE_N(name, rows, width, ...)                                \
-  alignas(64) inline constexpr float name[rows][width] = __VA_ARGS__;            \
+#define FUSE_MATH_TABLE_N(name, rows, width, ...)                     \
+  alignas(64) inline constexpr float name[rows][width] = __VA_ARGS__; \
   static __device__ constexpr float name##_device[rows][width] = __VA_ARGS__;
 #else
-#define FUSE_MATH_TABLE_N(name, rows, width, ...) \
-  alignas(64) inline constexpr float name[rows][width] = __VA_ARGS__;
+#define FUSE_MATH_TABLE_N(name, rows, width, ...) alignas(64) inline constexpr float name[rows][width] = __VA_ARGS__;
 #endif
 #define FUSE_MATH_TABLE(name, rows, ...) FUSE_MATH_TABLE_N(name, rows, 16, __VA_ARGS__)
 #define FUSE_MATH_TABLE32(name, rows, ...) FUSE_MATH_TABLE_N(name, rows, 32, __VA_ARGS__)
@@ -51,8 +50,7 @@ struct split_value {
 /// because j*w has few bits (w does) and lies within a factor 2 of a. SplitC1 carries c1 in
 /// two floats too, for a function whose slope at 0 is not a float (erf: 2/sqrt(pi)).
 template <int Deg, bool SplitC1 = false, class V>
-FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, float w,
-                                                   float inv_w) noexcept {
+FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, float w, float inv_w) noexcept {
   static_assert(Deg >= 6 && Deg <= 8, "piecewise: Estrin is spelled out for degrees 6 to 8");
   using P = prims<V>;
   const V k = P::fma(a, V(inv_w), V(round_shifter));

@@ -29,12 +29,12 @@
 namespace fuse::relay {
 
 struct check_options {
-  std::string cxx;          ///< the compiler
-  std::string flags;        ///< its flags, include directories among them
-  std::uint64_t seed = 1;   ///< random inputs
-  std::string workdir;      ///< where the header, driver and .npy files go
+  std::string cxx;                ///< the compiler
+  std::string flags;              ///< its flags, include directories among them
+  std::uint64_t seed = 1;         ///< random inputs
+  std::string workdir;            ///< where the header, driver and .npy files go
   double float_tolerance = 1e-4;  ///< float32/float64 outputs; 16-bit floats: 4 ulps of their dtype, if more
-  plan_options planning;    ///< how the header is planned (fuse's planner by default)
+  plan_options planning;          ///< how the header is planned (fuse's planner by default)
   /// Runs `command`, a shell command line (the compiler on the driver; then the driver on the work
   /// directory), with its standard output and error written to the file `log_path`, and returns its
   /// exit status (0: success). check_model throws relay::error when it is empty: there is no default,
@@ -44,14 +44,14 @@ struct check_options {
 
 struct check_report {
   std::size_t kernels = 0;
-  double max_rel_err = 0;         ///< over float outputs
-  double differing = 0;           ///< share of the outputs' elements after a float rounding that differ
-  double live = 0;                ///< share of output elements neither zero nor saturated
+  double max_rel_err = 0;            ///< over float outputs
+  double differing = 0;              ///< share of the outputs' elements after a float rounding that differ
+  double live = 0;                   ///< share of output elements neither zero nor saturated
   std::vector<double> input_scales;  ///< the magnitude chosen for each random input (see random_input)
   bool tie_allowance = false;
   bool ok = false;
-  bool internal = false;          ///< fuse's fault, not the input's: the generated header did not compile
-  std::string detail;             ///< what failed, when it did
+  bool internal = false;  ///< fuse's fault, not the input's: the generated header did not compile
+  std::string detail;     ///< what failed, when it did
 };
 
 namespace check_detail {

@@ -46,7 +46,7 @@ struct emitted {
   /// while the module lives.
   fuse::weights_file_writer weights;
   struct port {
-    std::string name;  ///< the C++ parameter name
+    std::string name;   ///< the C++ parameter name
     std::string relay;  ///< the Relay name (%x) or the constant (meta[relay.Constant][i])
     type t;
   };

@@ -60,7 +60,11 @@ struct dtype {
     std::string s;
     if (is_bool()) s = "bool";
     else {
-      s = code == int_code ? "int" : code == uint_code ? "uint" : code == float_code ? "float" : code == bfloat_code ? "bfloat" : "custom";
+      s = code == int_code      ? "int"
+          : code == uint_code   ? "uint"
+          : code == float_code  ? "float"
+          : code == bfloat_code ? "bfloat"
+                                : "custom";
       s += std::to_string(bits);
     }
     if (lanes != 1) s += "x" + std::to_string(lanes);
@@ -129,7 +133,9 @@ struct constant_data {
   /// Stores v at element k of a floating dtype, rounded once to its width (nearest even).
   void set_real(std::size_t k, double v);
   /// Stores v, wrapped to the width (bool: v != 0), at element k of an integer or bool dtype.
-  void set_integer(std::size_t k, std::int64_t v) { set_raw(k, dt.is_bool() ? (v != 0) : static_cast<std::uint64_t>(v)); }
+  void set_integer(std::size_t k, std::int64_t v) {
+    set_raw(k, dt.is_bool() ? (v != 0) : static_cast<std::uint64_t>(v));
+  }
 };
 
 /// `meta[KEY][INDEX]`.
@@ -153,7 +159,7 @@ struct attr_value {
   std::string s;
   std::vector<attr_value> items;
   meta_ref meta;
-  relay::dtype literal{};  ///< the literal's dtype (3i64: int64; 0.5f: float32)
+  relay::dtype literal{};          ///< the literal's dtype (3i64: int64; 0.5f: float32)
   const relay::expr* e = nullptr;  ///< an expression in attribute position (rare)
   location at;
 
@@ -208,9 +214,9 @@ struct expr {
   std::int64_t index = 0;
   std::shared_ptr<const constant_data> data;
   std::optional<meta_ref> meta;
-  type annotated;  ///< from `/* ty=... */` or a variable's `: T` (incomplete when absent)
-  type ret;        ///< function: the declared `-> R`
-  type checked;    ///< filled in by type inference
+  type annotated;    ///< from `/* ty=... */` or a variable's `: T` (incomplete when absent)
+  type ret;          ///< function: the declared `-> R`
+  type checked;      ///< filled in by type inference
   std::string span;  ///< a span comment's source name (`/* bert/encoder/... */`), when printed
 };
 
@@ -243,7 +249,7 @@ struct module {
   module& operator=(module&&) = default;
 
   relay::source src;
-  std::string version;  ///< "0.0.5" (#[version]), "0.0.4" (bare v0.0.4 line), or "" (none)
+  std::string version;      ///< "0.0.5" (#[version]), "0.0.4" (bare v0.0.4 line), or "" (none)
   std::string tvm_version;  ///< the metadata's attrs.tvm_version ("0.19.0"), or "" (none)
   std::vector<definition> defs;
   bool has_metadata = false;

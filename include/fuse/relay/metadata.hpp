@@ -77,7 +77,7 @@ inline std::string encode_ndarray_base64(const constant_data& c) { return encode
 /// `blob` may continue past the array (a file of several: save_param_dict's) and *consumed is
 /// set to the array's length; without it, bytes after the data are an error.
 std::shared_ptr<const constant_data> decode_ndarray(std::span<const unsigned char> blob, std::string& error,
-                                                   std::size_t* consumed = nullptr);
+                                                    std::size_t* consumed = nullptr);
 
 // ---- the section ------------------------------------------------------------------------------
 

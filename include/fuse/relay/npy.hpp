@@ -20,7 +20,10 @@ namespace fuse::relay::npy {
 inline std::string descr(dtype d) {
   if (d.lanes != 1) return "";
   if (d.is_bool()) return "|b1";
-  const char kind = d.code == dtype::float_code ? 'f' : d.code == dtype::int_code ? 'i' : d.code == dtype::uint_code ? 'u' : 0;
+  const char kind = d.code == dtype::float_code  ? 'f'
+                    : d.code == dtype::int_code  ? 'i'
+                    : d.code == dtype::uint_code ? 'u'
+                                                 : 0;
   if (!kind || d.bits % 8 || d.bits > 64) return "";
   return std::string(d.bits == 8 ? "|" : "<") + kind + std::to_string(d.bits / 8);
 }
@@ -31,7 +34,7 @@ inline std::optional<dtype> from_descr(std::string_view s) {
   const std::string_view width = s.substr(2);
   if (width.size() != 1 || width[0] < '1' || width[0] > '8') return std::nullopt;
   const int bytes = width[0] - '0';
-  if (bytes > 1 && order != '<' && !(order == '=' )) return std::nullopt;  // big-endian data is not read
+  if (bytes > 1 && order != '<' && !(order == '=')) return std::nullopt;  // big-endian data is not read
   if (kind == 'b' && bytes == 1) return dtype::boolean();
   dtype d;
   d.bits = static_cast<std::uint8_t>(bytes * 8);
@@ -47,7 +50,8 @@ inline std::string write(const constant_data& c) {
   const std::string d = descr(c.dt);
   if (d.empty()) throw relay::error("npy: dtype " + c.dt.name() + " has no NumPy equivalent");
   std::string header = "{'descr': '" + d + "', 'fortran_order': False, 'shape': (";
-  for (std::size_t i = 0; i < c.shape.size(); ++i) header += std::to_string(c.shape[i]) + (c.shape.size() == 1 || i + 1 < c.shape.size() ? ", " : "");
+  for (std::size_t i = 0; i < c.shape.size(); ++i)
+    header += std::to_string(c.shape[i]) + (c.shape.size() == 1 || i + 1 < c.shape.size() ? ", " : "");
   if (c.shape.size() == 1) header.pop_back();  // (7,)
   header += "), }";
   const bool v2 = header.size() + 11 > 65535;
@@ -68,14 +72,17 @@ inline std::string write(const constant_data& c) {
 /// Parses .npy bytes (`name` for messages). Throws relay::error naming the file and the field.
 /// A view, so that a .npy held inside another buffer (an .npz member) is parsed where it lies.
 inline constant_data read(std::string_view bytes, const std::string& name) {
-  auto fail = [&](const std::string& m) -> constant_data { throw relay::error(name + ": not a valid .npy file: " + m); };
+  auto fail = [&](const std::string& m) -> constant_data {
+    throw relay::error(name + ": not a valid .npy file: " + m);
+  };
   if (bytes.size() < 10 || bytes.compare(0, 6, "\x93NUMPY") != 0) return fail("bad magic");
   const int major = static_cast<unsigned char>(bytes[6]);
   if (major < 1 || major > 3) return fail("unknown format version " + std::to_string(major));
   const std::size_t lenbytes = major == 1 ? 2 : 4;
   if (bytes.size() < 8 + lenbytes) return fail("truncated header");
   std::size_t hlen = 0;
-  for (std::size_t b = 0; b < lenbytes; ++b) hlen |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
+  for (std::size_t b = 0; b < lenbytes; ++b)
+    hlen |= static_cast<std::size_t>(static_cast<unsigned char>(bytes[8 + b])) << (8 * b);
   const std::size_t start = 8 + lenbytes;
   if (hlen > bytes.size() - start) return fail("header length " + std::to_string(hlen) + " runs past the end");
   const std::string h(bytes.substr(start, hlen));
@@ -109,8 +116,10 @@ inline constant_data read(std::string_view bytes, const std::string& name) {
     if (p + 1 >= shape_s.size()) break;
     std::int64_t v = 0;
     std::size_t digits = 0;
-    while (p < shape_s.size() && shape_s[p] >= '0' && shape_s[p] <= '9' && digits < 18) v = v * 10 + (shape_s[p++] - '0'), ++digits;
-    if (!digits || (p < shape_s.size() && shape_s[p] >= '0' && shape_s[p] <= '9')) return fail("malformed shape " + shape_s);
+    while (p < shape_s.size() && shape_s[p] >= '0' && shape_s[p] <= '9' && digits < 18)
+      v = v * 10 + (shape_s[p++] - '0'), ++digits;
+    if (!digits || (p < shape_s.size() && shape_s[p] >= '0' && shape_s[p] <= '9'))
+      return fail("malformed shape " + shape_s);
     if (v > 0 && count > (std::int64_t{1} << 40) / v) return fail("shape " + shape_s + " is too large");
     count *= v;
     c.shape.push_back(v);
@@ -118,8 +127,8 @@ inline constant_data read(std::string_view bytes, const std::string& name) {
   const std::size_t data = start + hlen;
   const auto need = static_cast<std::size_t>(count) * dt->bytes();
   if (bytes.size() - data != need)
-    return fail("shape " + shape_s + " of " + dt->name() + " needs " + std::to_string(need) + " data bytes, the file has " +
-                std::to_string(bytes.size() - data));
+    return fail("shape " + shape_s + " of " + dt->name() + " needs " + std::to_string(need) +
+                " data bytes, the file has " + std::to_string(bytes.size() - data));
   c.bytes.assign(bytes.begin() + static_cast<std::ptrdiff_t>(data), bytes.end());
   return c;
 }

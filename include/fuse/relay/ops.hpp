@@ -46,7 +46,8 @@ void add_elementwise(std::vector<op_def>& table) {
     if constexpr (ops::has_attributes<Op>) {
       Op op{};
       Op::attributes(op, [&](ops::attribute a, double& v) {
-        if (a.has_default) defaults.emplace_back(a.name, a.integer ? attr::integer(static_cast<std::int64_t>(v)) : attr::real(v));
+        if (a.has_default)
+          defaults.emplace_back(a.name, a.integer ? attr::integer(static_cast<std::int64_t>(v)) : attr::real(v));
       });
     }
     table.push_back({Op::name, Op::pattern, Op::arity, Op::arity, std::move(defaults), infer::elementwise<Op>});
@@ -71,7 +72,9 @@ bool call_if_named(std::string_view name, F& f) {
 /// an elementwise op's descriptor this way.
 template <class F>
 bool with_elementwise_op(std::string_view name, F&& f) {
-  return [&]<class... Op>(ops::op_list<Op...>) { return (detail::call_if_named<Op>(name, f) || ...); }(ops::relay_elementwise{});
+  return [&]<class... Op>(ops::op_list<Op...>) {
+    return (detail::call_if_named<Op>(name, f) || ...);
+  }(ops::relay_elementwise{});
 }
 
 /// Every op the frontend supports, by Relay name.

@@ -38,7 +38,9 @@ namespace pass_detail {
 /// Child slots of a node (callee when it is not an op/global name, args, body).
 template <class F>
 void for_each_slot(expr* e, F&& f) {
-  if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op && e->callee->kind != expr_kind::global) f(e->callee);
+  if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op &&
+      e->callee->kind != expr_kind::global)
+    f(e->callee);
   for (expr*& a : e->args)
     if (a) f(a);
   if (e->body) f(e->body);

@@ -17,7 +17,8 @@ namespace printer_detail {
 
 /// Printed inline wherever used (no binding); structural equality compares these as values.
 inline bool atomic(const expr* e) {
-  return e->kind == expr_kind::var || e->kind == expr_kind::constant || e->kind == expr_kind::op || e->kind == expr_kind::global;
+  return e->kind == expr_kind::var || e->kind == expr_kind::constant || e->kind == expr_kind::op ||
+         e->kind == expr_kind::global;
 }
 
 /// Shortest text that reads back as the same value.

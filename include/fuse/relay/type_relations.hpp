@@ -22,7 +22,8 @@ namespace fuse::relay::infer {
 std::string shape_str(const std::vector<std::int64_t>& s);
 
 /// NumPy broadcasting of two shapes (-1, a dynamic extent, matches anything).
-std::vector<std::int64_t> broadcast(const op_call& c, const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b);
+std::vector<std::int64_t> broadcast(const op_call& c, const std::vector<std::int64_t>& a,
+                                    const std::vector<std::int64_t>& b);
 
 /// Fails with `what` when two extents, both static, differ.
 void same_extent(const op_call& c, std::int64_t a, std::int64_t b, const std::string& what);
@@ -71,7 +72,8 @@ type elementwise(const op_call& c) {
       if (ch.shape.size() != 1) c.fail("the channel operand must be 1-D, not " + ch.str());
       const std::int64_t n = x.shape[static_cast<std::size_t>(ax)];
       if (n >= 0 && ch.shape[0] >= 0 && n != ch.shape[0])
-        c.fail("the channel operand " + ch.str() + " must have the extent of axis " + std::to_string(ax) + " of " + x.str());
+        c.fail("the channel operand " + ch.str() + " must have the extent of axis " + std::to_string(ax) + " of " +
+               x.str());
       return x;
     }
     if constexpr (Op::kind == K::classify) {

@@ -54,8 +54,7 @@ vec<double, A> widen(const xsimd::batch<float, A>& v) {
   {
     if constexpr (std::is_base_of_v<xsimd::sse2, A> && xsimd::batch<float, A>::size == 4)
       return {D(_mm_cvtps_pd(v)), D(_mm_cvtps_pd(_mm_movehl_ps(v, v)))};
-    else
-      return lanewise<A, double>([](float x) { return static_cast<double>(x); }, v);
+    else return lanewise<A, double>([](float x) { return static_cast<double>(x); }, v);
   }
 }
 /// int32 lanes -> int64 lanes (exact).
@@ -64,12 +63,14 @@ vec<std::int64_t, A> widen(const xsimd::batch<std::int32_t, A>& v) {
   using L = xsimd::batch<std::int64_t, A>;
 #if defined(__AVX512F__)
   if constexpr (detail::is_avx512<A>) {
-    return {L(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v))), L(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)))};
+    return {L(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v))),
+            L(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)))};
   } else
 #endif
 #if defined(__AVX2__)
       if constexpr (detail::is_avx2<A>) {
-    return {L(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(v))), L(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)))};
+    return {L(_mm256_cvtepi32_epi64(_mm256_castsi256_si128(v))),
+            L(_mm256_cvtepi32_epi64(_mm256_extracti128_si256(v, 1)))};
   } else
 #endif
   {
@@ -103,11 +104,13 @@ vec<compute_t<To>, A> convert(const vec<compute_t<From>, A>& v) {
     using FV = xsimd::batch<float, A>;
     using IV = xsimd::batch<std::int32_t, A>;
     const float lo = static_cast<float>(std::numeric_limits<T>::lowest());
-    const float hi = std::is_same_v<T, std::int32_t> ? 2147483520.0f : static_cast<float>(std::numeric_limits<T>::max());
+    const float hi =
+        std::is_same_v<T, std::int32_t> ? 2147483520.0f : static_cast<float>(std::numeric_limits<T>::max());
     const M nan = ~(v == v);
     const FV c = xsimd::min(xsimd::max(v, FV(lo)), FV(hi));
     IV i = xsimd::batch_cast<std::int32_t>(c);
-    if constexpr (std::is_same_v<T, std::int32_t>) i = simd::select(xsimd::bool_cast(v >= FV(2147483648.0f)), IV(INT32_MAX), i);
+    if constexpr (std::is_same_v<T, std::int32_t>)
+      i = simd::select(xsimd::bool_cast(v >= FV(2147483648.0f)), IV(INT32_MAX), i);
     return simd::select(xsimd::bool_cast(nan), IV(0), i);
   } else if constexpr (std::is_same_v<CF, float> && std::is_same_v<T, double>) {
     return widen<A>(v);

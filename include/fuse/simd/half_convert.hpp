@@ -57,8 +57,7 @@ f32<A> float_from_half_bits(i32<A> h) noexcept {
   // Subnormals and zero: mantissa * 2^-24, a product of exact normal floats, so exact even
   // under DAZ/FTZ.
   const f32<A> subnormal = xsimd::to_float(magnitude) * f32<A>(0x1p-24f);
-  const i32<A> value =
-      fuse::simd::select(magnitude < i32<A>(0x0400), xsimd::bitwise_cast<i32<A>>(subnormal), normal);
+  const i32<A> value = fuse::simd::select(magnitude < i32<A>(0x0400), xsimd::bitwise_cast<i32<A>>(subnormal), normal);
   return xsimd::bitwise_cast<f32<A>>(value | sign);
 }
 
@@ -71,8 +70,7 @@ i32<A> half_bits_from_float(f32<A> v) noexcept {
 
   // [2^-14, 65520): re-bias the exponent (127 - 15), then round away 13 mantissa bits to
   // nearest even by adding 0xFFF plus the lowest kept bit; a carry runs into the exponent.
-  const i32<A> normal =
-      (magnitude - i32<A>(112 << 23) + i32<A>(0x0FFF) + ((magnitude >> 13) & i32<A>(1))) >> 13;
+  const i32<A> normal = (magnitude - i32<A>(112 << 23) + i32<A>(0x0FFF) + ((magnitude >> 13) & i32<A>(1))) >> 13;
   // Below 2^-14: 0.5 + |v| is computed by the FPU, which rounds it to a multiple of 2^-24 (the
   // float spacing in [0.5, 1), and half's subnormal spacing) to nearest even; the bits above
   // 0.5's are the half pattern. This assumes the default rounding mode (the F16C path and the
@@ -171,8 +169,7 @@ template <class A>
 void store_narrow(std::uint16_t* p, i32<A> v, xsimd::avx2) noexcept {
   // packus works within each 128-bit half; gather the two useful quadwords into the low half.
   const __m256i packed = _mm256_packus_epi32(v, v);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p),
-                   _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(_mm256_permute4x64_epi64(packed, 0x08)));
 }
 #endif
 
@@ -299,8 +296,7 @@ xsimd::batch<float, A> load_bf16(const bfloat16* p) noexcept {
 /// Stores the lanes of v as bfloat16 at p (unaligned), rounded to nearest even.
 template <class A>
 void store_bf16(bfloat16* p, xsimd::batch<float, A> v) noexcept {
-  half_detail::store_narrow<A>(reinterpret_cast<std::uint16_t*>(p), half_detail::bf16_bits_from_float<A>(v),
-                               A{});
+  half_detail::store_narrow<A>(reinterpret_cast<std::uint16_t*>(p), half_detail::bf16_bits_from_float<A>(v), A{});
 }
 /// The value of (float)(bfloat16)v in every lane.
 template <class A>

@@ -96,9 +96,9 @@ struct prims<xsimd::batch<float, A>> {
       // masked off and keep the merge source, x itself.
       const __mmask16 ordered = _mm512_cmp_ps_mask(x, x, _CMP_ORD_Q);
       const __m512i xb = _mm512_castps_si512(x);
-      return _mm512_castsi512_ps(_mm512_mask_ternarylogic_epi32(
-          xb, ordered, _mm512_castps_si512(mag), _mm512_set1_epi32(std::int32_t(0x80000000u)),
-          0xe4));  // sign mask ? x : mag, bit by bit
+      return _mm512_castsi512_ps(_mm512_mask_ternarylogic_epi32(xb, ordered, _mm512_castps_si512(mag),
+                                                                _mm512_set1_epi32(std::int32_t(0x80000000u)),
+                                                                0xe4));  // sign mask ? x : mag, bit by bit
     } else {
       return xsimd::select(is_nan(x), x, or_sign(mag, x));
     }
@@ -142,8 +142,7 @@ struct prims<xsimd::batch<float, A>> {
 #if defined(__AVX2__)
     else if constexpr (is256) {
       const __m256i idx = _mm256_castps_si256(k);
-      return _mm256_blendv_ps(lookup16(row, k), lookup16(row + 16, k),
-                              _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27)));
+      return _mm256_blendv_ps(lookup16(row, k), lookup16(row + 16, k), _mm256_castsi256_ps(_mm256_slli_epi32(idx, 27)));
     }
 #endif
     else {

@@ -174,8 +174,10 @@ void store_strided(T* p, index_t stride, const vec<compute_t<T>, A>& v, int n = 
 
 /// Bytes a streaming store must be aligned to (0: this dtype/arch has none, use `store`).
 template <class T, class A>
-inline constexpr std::size_t stream_alignment =
-    std::is_same_v<T, float> ? (detail::is_avx512<A> ? 64 : std::is_base_of_v<xsimd::avx, A> ? 32 : 16) : 0;
+inline constexpr std::size_t stream_alignment = std::is_same_v<T, float> ? (detail::is_avx512<A>               ? 64
+                                                                            : std::is_base_of_v<xsimd::avx, A> ? 32
+                                                                                                               : 16)
+                                                                         : 0;
 
 /// Non-temporal store of a full vector to p (aligned to stream_alignment): the line goes to
 /// memory without being read first, which saves a third of the traffic of a streaming loop.
