@@ -124,7 +124,7 @@ std::string lstm_program(int ops) {
 /// The number of op calls reachable from @main.
 std::size_t count_ops(const relay::module& m) {
   std::size_t n = 0;
-  for (const relay::expr* e : relay::pass_detail::post_order({m.find("main")->fn}))
+  for (const relay::expr* e : relay::post_order({m.find("main")->fn}))
     n += e->kind == relay::expr_kind::call && e->callee->kind == relay::expr_kind::op;
   return n;
 }

@@ -145,27 +145,16 @@ std::string scales_text(const std::vector<double>& s) {
 }
 
 std::vector<bool> results_after_rounding(const plan& p) {
+  // A node depends when it rounds or any argument depends (a planned graph's children are its
+  // args: fuse/relay/ir.hpp), children first.
   std::unordered_map<const expr*, bool> memo;
-  std::vector<bool> out;
-  for (const expr* r : p.results) {
-    // Iterative post-order: a node depends when it rounds or any argument depends.
-    std::vector<std::pair<const expr*, bool>> stack{{r, false}};
-    while (!stack.empty()) {
-      auto [e, expanded] = stack.back();
-      stack.pop_back();
-      if (memo.count(e)) continue;
-      if (!expanded) {
-        stack.push_back({e, true});
-        for (const expr* a : e->args)
-          if (!memo.count(a)) stack.push_back({a, false});
-        continue;
-      }
-      bool d = rounds_a_float(e);
-      for (const expr* a : e->args) d = d || memo[a];
-      memo[e] = d;
-    }
-    out.push_back(memo[r]);
+  for (const expr* e : post_order(std::vector<const expr*>(p.results.begin(), p.results.end()))) {
+    bool d = rounds_a_float(e);
+    for (const expr* a : e->args) d = d || memo.at(a);
+    memo[e] = d;
   }
+  std::vector<bool> out;
+  for (const expr* r : p.results) out.push_back(memo.at(r));
   return out;
 }
 

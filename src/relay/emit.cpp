@@ -412,23 +412,15 @@ class emitter {
     // Nodes of the tree in evaluation order: the ops, plus tuples and projections among them.
     std::vector<const expr*> nodes;
     {
-      std::unordered_map<const expr*, bool> seen;
-      std::vector<std::pair<const expr*, bool>> stack;
-      for (auto it = k.outputs.rbegin(); it != k.outputs.rend(); ++it) stack.push_back({*it, false});
-      while (!stack.empty()) {
-        auto [e, expanded] = stack.back();
-        stack.pop_back();
-        if (expanded) {
-          nodes.push_back(e);
-          continue;
-        }
-        if (seen[e]) continue;
-        seen[e] = true;
-        if (e->kind == expr_kind::var || e->kind == expr_kind::constant) continue;
-        if (p_.materialized.count(e) && std::find(k.outputs.begin(), k.outputs.end(), e) == k.outputs.end()) continue;
-        stack.push_back({e, true});
-        for (auto it = e->args.rbegin(); it != e->args.rend(); ++it) stack.push_back({*it, false});
-      }
+      // The shared walk (ir.hpp; a tree's nodes are op calls, tuples and projections, whose
+      // children are their args), not into leaves nor other kernels' outputs.
+      walk_post_order(
+          std::vector<const expr*>(k.outputs.begin(), k.outputs.end()), enter_all{},
+          [&](const expr*, const expr* c) {
+            if (c->kind == expr_kind::var || c->kind == expr_kind::constant) return false;
+            return !p_.materialized.count(c) || std::find(k.outputs.begin(), k.outputs.end(), c) != k.outputs.end();
+          },
+          [&](const expr* e) { nodes.push_back(e); });
     }
     out << "  // kernel " << index << ":";
     for (const expr* e : nodes)

@@ -219,20 +219,18 @@ value interpreter::eval(const expr* root, std::unordered_map<const expr*, value>
 }
 
 void interpreter::count_uses(const expr* root) {
-  std::unordered_map<const expr*, bool> seen;
-  std::vector<const expr*> stack{root};
-  while (!stack.empty()) {
-    const expr* e = stack.back();
-    stack.pop_back();
-    if (seen[e]) continue;
-    seen[e] = true;
-    const bool reads = e->kind == expr_kind::call || e->kind == expr_kind::tuple || e->kind == expr_kind::tuple_get;
-    for (const expr* c : e->args) {
-      uses_[c] += reads ? 1 : std::int64_t{1} << 40;  // let and if keep what they read
-      stack.push_back(c);
-    }
-    if (e->body) stack.push_back(e->body);
-  }
+  // The shared walk less a call's callee (a called function is run, not read); each argument
+  // edge counts, the body edge does not.
+  walk_post_order(
+      std::vector<const expr*>{root}, enter_all{},
+      [&](const expr* e, expr* const& c) {
+        if (&c == &e->callee) return false;
+        if (&c == &e->body) return true;
+        const bool reads = e->kind == expr_kind::call || e->kind == expr_kind::tuple || e->kind == expr_kind::tuple_get;
+        uses_[c] += reads ? 1 : std::int64_t{1} << 40;  // let and if keep what they read
+        return true;
+      },
+      [](const expr*) {});
   uses_[root] += std::int64_t{1} << 40;
 }
 

@@ -107,7 +107,7 @@ expr* copy_with(module& m, expr* root, const std::unordered_map<expr*, expr*>& s
     }
     m.nodes.push_back(*e);
     expr* c = &m.nodes.back();
-    for_each_slot(c, [&](expr*& k) {
+    for_each_child(c, [&](expr*& k) {
       auto it = copy.find(k);
       if (it != copy.end()) k = it->second;
     });
@@ -154,16 +154,6 @@ std::string call_attrs_key(const expr* call) {
 
 }  // namespace
 
-std::vector<expr*> post_order(const std::vector<expr*>& roots) {
-  return post_order(roots, [](expr*) { return true; });
-}
-
-std::vector<expr*> def_roots(module& m) {
-  std::vector<expr*> r;
-  for (definition& d : m.defs) r.push_back(d.fn);
-  return r;
-}
-
 void substitute(module& m, const std::unordered_map<expr*, expr*>& map) {
   if (map.empty()) return;
   auto resolve = [&](expr* e) {
@@ -174,20 +164,15 @@ void substitute(module& m, const std::unordered_map<expr*, expr*>& map) {
     }
     return e;
   };
-  std::unordered_set<expr*> seen;
-  std::vector<expr*> stack;
-  for (definition& d : m.defs) {
-    d.fn = resolve(d.fn);
-    if (seen.insert(d.fn).second) stack.push_back(d.fn);
-  }
-  while (!stack.empty()) {
-    expr* e = stack.back();
-    stack.pop_back();
-    for_each_slot(e, [&](expr*& c) {
-      c = resolve(c);
-      if (seen.insert(c).second) stack.push_back(c);
-    });
-  }
+  for (definition& d : m.defs) d.fn = resolve(d.fn);
+  // Each slot is redirected as the walk comes to it, and the walk goes on into its new target.
+  walk_post_order(
+      def_roots(m), enter_all{},
+      [&](expr*, expr*& c) {
+        c = resolve(c);
+        return true;
+      },
+      [](expr*) {});
 }
 
 expr* make_call(module& m, const std::string& op, std::vector<expr*> args, location at, relay::attrs a) {
@@ -479,7 +464,7 @@ void fold_constant(module& m) {
   for (expr* p : order) {
     if (p->kind == expr_kind::function && has_flag(*p, "Primitive")) continue;
     const bool p_replaced = replaced(p);
-    for_each_slot(p, [&](expr*& c) {
+    for_each_child(p, [&](expr*& c) {
       if (!p_replaced && replaced(c) && is_root.insert(c).second) roots.push_back(c);
     });
   }
@@ -495,6 +480,8 @@ void fold_constant(module& m) {
 
 void eliminate_dead_code(module& m) {
   using namespace pass_detail;
+  // A liveness worklist, not the shared walk: a let's value is reached only once its variable is
+  // found live, which may come after the let.
   std::unordered_set<expr*> live, live_vars;
   std::unordered_map<expr*, expr*> let_of;  // let variable -> its let
   std::vector<expr*> lets;
@@ -518,7 +505,7 @@ void eliminate_dead_code(module& m) {
       if (auto it = let_of.find(e); it != let_of.end()) mark(it->second->args[1]);
       continue;
     }
-    for_each_slot(e, [&](expr*& c) { mark(c); });
+    for_each_child(e, [&](expr*& c) { mark(c); });
   }
   std::unordered_map<expr*, expr*> map;
   for (expr* l : lets)
@@ -638,7 +625,7 @@ void eliminate_common_subexpr(module& m) {
   auto ptr = [](const expr* e) { return std::to_string(reinterpret_cast<std::uintptr_t>(e)); };
   for (expr* e : post_order(def_roots(m))) {
     // Children come first, so theirs are final: point at them.
-    for_each_slot(e, [&](expr*& c) {
+    for_each_child(e, [&](expr*& c) {
       if (auto it = rep.find(c); it != rep.end()) c = it->second;
     });
     std::string key;
@@ -672,7 +659,7 @@ namespace {
 /// d)) has that call twice.
 std::unordered_map<const expr*, std::vector<expr*>> consumers_of(module& m) {
   std::unordered_map<const expr*, std::vector<expr*>> out;
-  for (expr* e : post_order(def_roots(m))) for_each_slot(e, [&](expr*& c) { out[c].push_back(e); });
+  for (expr* e : post_order(def_roots(m))) for_each_child(e, [&](expr*& c) { out[c].push_back(e); });
   return out;
 }
 

@@ -36,7 +36,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   p.fn = d->fn;
   const expr* body = d->fn->body;
 
-  // Post-order of the nodes reachable from the body (iterative), and each node's consumers.
+  // Post-order of the nodes reachable from the body (iterative), and each node's consumers. Not
+  // the shared walk: it takes a node's args last first, and the kernel order depends on it.
   std::vector<const expr*> order;
   std::unordered_map<const expr*, int> users;
   {
@@ -128,17 +129,11 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     kernel k;
     k.outputs.push_back(e);
     // The ops of its tree (stopping at materialized nodes), in evaluation order.
-    std::vector<const expr*> stack{e};
-    std::unordered_set<const expr*> in;
-    while (!stack.empty()) {
-      const expr* x = stack.back();
-      stack.pop_back();
-      if (!in.insert(x).second) continue;
-      for (const expr* c : x->args)
-        if (!p.materialized.count(c)) stack.push_back(c);
-    }
-    for (const expr* x : in)
-      if (x->kind == expr_kind::call) k.ops.push_back(x);
+    walk_post_order(
+        std::vector<const expr*>{e}, enter_all{}, [&](const expr*, const expr* c) { return !p.materialized.count(c); },
+        [&](const expr* x) {
+          if (x->kind == expr_kind::call) k.ops.push_back(x);
+        });
     std::sort(k.ops.begin(), k.ops.end(),
               [&](const expr* a, const expr* b) { return position.at(a) < position.at(b); });  // producers first
     p.kernels.push_back(std::move(k));
@@ -174,7 +169,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     for (const expr* x : b.ops)
       if (is_contraction(x)) stack.insert(stack.end(), x->args.begin(), x->args.end());
     std::unordered_set<const expr*> seen;
-    while (!stack.empty()) {
+    while (!stack.empty()) {  // a search that stops at the first hit, not a whole walk
       const expr* x = stack.back();
       stack.pop_back();
       if (outs.count(x)) return true;

@@ -36,19 +36,16 @@ std::string shortest(float v) {
 
 namespace {
 
-/// The child edges of a node, as every walk here sees them (ops and globals are not children:
-/// they are printed by name).
+/// The child edges of a node as the printer sees them: the shared children (fuse/relay/ir.hpp)
+/// less a function's parameters, which its header prints by name.
+bool printed_edge(const expr* parent, expr* const& slot) {
+  return parent->kind != expr_kind::function || &slot == &parent->body;
+}
 void children(const expr* e, std::vector<const expr*>& out) {
   out.clear();
-  if (e->kind == expr_kind::function) {
-    if (e->body) out.push_back(e->body);
-    return;
-  }
-  if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op &&
-      e->callee->kind != expr_kind::global)
-    out.push_back(e->callee);
-  for (const expr* a : e->args)
-    if (a) out.push_back(a);
+  for_each_child(e, [&](expr* const& c) {
+    if (printed_edge(e, c)) out.push_back(c);
+  });
 }
 
 /// A float literal of dtype dt: `1f`, `1e-05f`, `0.5f64`, `2f16`; non-finite values as `inff`,
@@ -218,26 +215,17 @@ class printer {
   void analyse(const expr* fn) {
     std::vector<const expr*> post;
     std::unordered_map<const expr*, std::vector<const expr*>> kids;
-    std::vector<std::pair<const expr*, std::size_t>> stack{{fn, 0}};
-    std::vector<const expr*> tmp;
-    children(fn, tmp);
-    kids.emplace(fn, tmp);
-    while (!stack.empty()) {
-      auto& [e, i] = stack.back();
-      const std::vector<const expr*>& ks = kids.at(e);
-      if (i < ks.size()) {
-        const expr* c = ks[i++];
-        ++uses_[c];
-        if (!kids.count(c)) {
-          children(c, tmp);
-          kids.emplace(c, tmp);
-          stack.push_back({c, 0});
-        }
-        continue;
-      }
-      post.push_back(e);
-      stack.pop_back();
-    }
+    walk_post_order(
+        std::vector<const expr*>{fn}, enter_all{},
+        [&](const expr* parent, expr* const& c) {
+          if (!printed_edge(parent, c)) return false;
+          ++uses_[c];
+          return true;
+        },
+        [&](const expr* e) {
+          post.push_back(e);
+          children(e, kids[e]);
+        });
     owner_[fn] = -1;
     for (auto p = post.rbegin(); p != post.rend(); ++p) {
       const expr* e = *p;
@@ -470,34 +458,18 @@ class printer {
   void emit(const expr* from, int sc, int indent, std::string& out, bool skip_root) {
     const std::string pad(static_cast<std::size_t>(indent), ' ');
     if (atomic(from) || names_.count(from)) return;
-    std::unordered_set<const expr*> seen{from};
-    struct frame {
-      const expr* e;
-      std::vector<const expr*> kids;
-      std::size_t i = 0;
-    };
-    std::vector<frame> stack(1);
-    stack[0].e = from;
-    children(from, stack[0].kids);
-    while (!stack.empty()) {
-      frame& f = stack.back();
-      if (f.i < f.kids.size()) {
-        const expr* c = f.kids[f.i++];
-        // Only what this scope or a scope inside it owns is still to be bound.
-        if (atomic(c) || names_.count(c) || !inside(owner_of(c), sc) || !seen.insert(c).second) continue;
-        frame g;
-        g.e = c;
-        children(c, g.kids);
-        stack.push_back(std::move(g));
-        continue;
-      }
-      const expr* e = f.e;
-      stack.pop_back();
-      if (owner_of(e) != sc || names_.count(e) || tail_let_.count(e) || (skip_root && e == from)) continue;
-      const std::string name = "%" + std::to_string(next_binding_++);
-      out += pad + name + " = " + node_text(e, indent) + ";\n";
-      names_[e] = name;
-    }
+    walk_post_order(
+        std::vector<const expr*>{from}, enter_all{},
+        [&](const expr* parent, expr* const& c) {
+          // Only what this scope or a scope inside it owns is still to be bound.
+          return printed_edge(parent, c) && !atomic(c) && !names_.count(c) && inside(owner_of(c), sc);
+        },
+        [&](const expr* e) {
+          if (owner_of(e) != sc || names_.count(e) || tail_let_.count(e) || (skip_root && e == from)) return;
+          const std::string name = "%" + std::to_string(next_binding_++);
+          out += pad + name + " = " + node_text(e, indent) + ";\n";
+          names_[e] = name;
+        });
   }
 
   bool inside(int s, int sc) const {

@@ -320,7 +320,7 @@ expr* legalizer::shift_right(expr* a, const std::vector<std::int64_t>& t, const 
 
 std::shared_ptr<const constant_data> legalizer::value_of(expr* e) const {
   if (e->kind == expr_kind::constant) return e->data;
-  for (expr* x : pass_detail::post_order({e})) {
+  for (expr* x : post_order({e})) {
     if (x->kind == expr_kind::constant && !x->data) return nullptr;
     if (x->kind == expr_kind::var || x->kind == expr_kind::let || x->kind == expr_kind::function ||
         x->kind == expr_kind::if_else || x->kind == expr_kind::global)
@@ -723,7 +723,7 @@ void legalize_qnn(module& m, const qnn_options& options) {
   typecheck(m);
   qnn_detail::legalizer l(m, options);
   std::unordered_map<expr*, expr*> map;
-  for (expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
+  for (expr* e : post_order(def_roots(m)))
     if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op &&
         (e->callee->name.starts_with("qnn.") || e->callee->name == "fixed_point_multiply"))
       map[e] = l.lower(e);

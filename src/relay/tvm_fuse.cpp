@@ -100,7 +100,8 @@ class partitioner {
     }
   }
 
-  /// Post-DFS numbering with an explicit stack (memoized: a shared node is visited once).
+  /// Post-DFS numbering with an explicit stack (memoized: a shared node is visited once). Not
+  /// the shared walk (ir.hpp): TVM's visitor also visits a global callee, which is no child there.
   void order() {
     std::unordered_set<const expr*> seen;
     std::vector<std::pair<const expr*, bool>> stack{{fn_, false}};

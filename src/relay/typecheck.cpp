@@ -58,22 +58,13 @@ class type_checker {
   void refuse_unsupported_ops() {
     const expr* first = nullptr;
     std::vector<std::string> names;  // every unsupported op, once
-    std::unordered_set<const expr*> seen;
-    std::vector<const expr*> stack;
-    for (const definition& d : m_.defs) stack.push_back(d.fn);
-    while (!stack.empty()) {
-      const expr* e = stack.back();
-      stack.pop_back();
-      if (!e || !seen.insert(e).second) continue;
+    for (const expr* e : post_order(def_roots(std::as_const(m_)))) {
       if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op && !find_op(e->callee->name)) {
         if (std::find(names.begin(), names.end(), e->callee->name) == names.end()) names.push_back(e->callee->name);
         if (!first ||
             std::pair(e->callee->at.line, e->callee->at.col) < std::pair(first->callee->at.line, first->callee->at.col))
           first = e;
       }
-      stack.insert(stack.end(), e->args.begin(), e->args.end());
-      stack.push_back(e->callee);
-      stack.push_back(e->body);
     }
     if (!first) return;
     std::string others;
@@ -86,7 +77,8 @@ class type_checker {
                           "; supported ops: " + supported_ops());
   }
 
-  /// Types `root` and everything under it.
+  /// Types `root` and everything under it. Not the shared post_order (ir.hpp): a let's body
+  /// waits for its variable's type, and `visiting_` spans walks to detect recursive globals.
   void check(expr* root) {
     std::vector<std::pair<expr*, bool>> stack{{root, false}};
     while (!stack.empty()) {

@@ -147,13 +147,13 @@ void check_round_trip(const module& m, const std::string& what) {
 // The number of calls of `op` reachable from the definitions.
 std::size_t count_calls(module& m, const std::string& op) {
   std::size_t n = 0;
-  for (expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
+  for (expr* e : post_order(def_roots(m)))
     if (is_op_call(e, op)) ++n;
   return n;
 }
 std::size_t count_kind(module& m, expr_kind k) {
   std::size_t n = 0;
-  for (expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
+  for (expr* e : post_order(def_roots(m)))
     if (e->kind == k) ++n;
   return n;
 }
@@ -793,7 +793,7 @@ void check_same_results(const module& a, const module& b, std::uint64_t salt, do
 
 std::vector<const expr*> calls_of(module& m, std::initializer_list<std::string_view> ops) {
   std::vector<const expr*> out;
-  for (expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
+  for (expr* e : post_order(def_roots(m)))
     for (std::string_view op : ops)
       if (is_op_call(e, op)) out.push_back(e);
   return out;

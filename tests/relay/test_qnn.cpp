@@ -155,7 +155,7 @@ struct metadata_builder {
 
 /// Whether a qnn op is still reachable (the arena keeps the replaced nodes).
 bool has_qnn(module& m) {
-  for (const expr* e : pass_detail::post_order(pass_detail::def_roots(m)))
+  for (const expr* e : post_order(def_roots(m)))
     if (e->kind == expr_kind::call && e->callee && e->callee->kind == expr_kind::op &&
         e->callee->name.starts_with("qnn."))
       return true;
@@ -469,7 +469,7 @@ TEST_CASE("qnn.dense: the int32 product with the zero-point terms (scalar and pe
   module m = legalized(
       meta.program("def @main(%x: Tensor[(7, 17), int8]) {\n  qnn.dense(%x, " + wt + ", -9, 6, 0.5f, 0.25f)\n}"));
   int sums = 0;
-  for (const expr* e : pass_detail::post_order({m.find("main")->fn})) sums += is_op_call(e, "sum");
+  for (const expr* e : post_order({m.find("main")->fn})) sums += is_op_call(e, "sum");
   CHECK(sums == 1);  // the data's
   const value x = ints(i8, {7, 17}, g);
   check_ints(run(m, {x}), i32, {7, 7}, [&](std::size_t k) {

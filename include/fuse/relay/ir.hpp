@@ -8,12 +8,15 @@
 // module's arena and point at each other; they are never freed before the module.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -265,5 +268,99 @@ struct module {
   /// An error at location `at` of this module's source.
   relay::error error_at(location at, const std::string& message) const { return relay::error(src, at, message); }
 };
+
+// ---- children and the post-order walk ------------------------------------------------------------
+
+/// The children of a node, the one definition every walk of the frontend shares (passes, the
+/// planner, the emitter, the interpreter, the printer). In order:
+///   - a call's callee, unless it is an op or a global name (those are names, not subgraphs);
+///   - every non-null entry of `args` (call arguments, tuple fields, a tuple_get's tuple, a
+///     let's {var, value, body}, a function's parameters, an if's {condition, then, else});
+///   - `body`, when set (a function's body).
+/// `f` receives the slot itself (a reference to the field), so a caller can rewrite it or tell
+/// which field it is (`&slot == &e->body`). A walk that needs fewer edges (the printer leaves
+/// out a function's parameters) filters in its callback.
+template <class E, class F>
+  requires std::is_same_v<std::remove_const_t<E>, expr>
+void for_each_child(E* e, F&& f) {
+  if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op &&
+      e->callee->kind != expr_kind::global)
+    f(e->callee);  // expr*& for a node, expr* const& for a const one
+  for (auto& a : e->args)
+    if (a) f(a);
+  if (e->body) f(e->body);
+}
+
+/// Default predicates of the walk: enter every node, follow every edge.
+struct enter_all {
+  bool operator()(const expr*) const { return true; }
+};
+struct follow_all {
+  bool operator()(const expr*, const expr*) const { return true; }
+};
+
+/// The one post-order walk (iterative: printed programs are chains of 100k bindings). Visits
+/// every node reachable from `roots` once, children before parents, depth first in child order
+/// (as a recursive walk would), calling `visit(e)` as e is finished.
+///   - `enter(e)`, asked when e is first reached: false keeps the walk out of e's children.
+///   - `edge(parent, slot)`, asked for every child slot of an entered node as the walk comes to
+///     it (also for a child already visited: it can count uses): false does not follow that edge
+///     (the child is not marked visited through it).
+/// E is `expr` or `const expr`. The walk keeps pointers to the slots of unfinished nodes: the
+/// callbacks must not resize their `args`.
+template <class E, class Enter, class Edge, class Visit>
+void walk_post_order(const std::vector<E*>& roots, Enter&& enter, Edge&& edge, Visit&& visit) {
+  using slot = std::conditional_t<std::is_const_v<E>, expr* const, expr*>;
+  struct frame {
+    E* e;
+    std::vector<slot*> kids;
+    std::size_t i = 0;
+  };
+  std::unordered_set<E*> seen;
+  std::vector<frame> stack;
+  auto push = [&](E* e) {
+    frame f{e, {}, 0};
+    if (enter(e)) for_each_child(e, [&](slot& c) { f.kids.push_back(&c); });
+    stack.push_back(std::move(f));
+  };
+  for (E* r : roots) {
+    if (!r || !seen.insert(r).second) continue;
+    push(r);
+    while (!stack.empty()) {
+      frame& f = stack.back();
+      if (f.i < f.kids.size()) {
+        slot& c = *f.kids[f.i++];
+        E* parent = f.e;
+        if (edge(parent, c) && seen.insert(c).second) push(c);  // may reallocate `stack`
+        continue;
+      }
+      E* e = f.e;
+      stack.pop_back();
+      visit(e);
+    }
+  }
+}
+
+/// Every node reachable from `roots`, children before parents (see walk_post_order); `enter(e)`
+/// false keeps the walk out of e's children. `post_order({root})` walks `expr*`; a vector of
+/// `const expr*` (or `post_order<const expr>({root})`) walks const nodes.
+template <class E = expr, class Enter = enter_all>
+std::vector<E*> post_order(const std::vector<E*>& roots, Enter&& enter = {}) {
+  std::vector<E*> out;
+  walk_post_order(roots, enter, follow_all{}, [&](E* e) { out.push_back(e); });
+  return out;
+}
+
+/// The functions of the module's definitions: the roots of a walk over all of it.
+inline std::vector<expr*> def_roots(module& m) {
+  std::vector<expr*> r;
+  for (definition& d : m.defs) r.push_back(d.fn);
+  return r;
+}
+inline std::vector<const expr*> def_roots(const module& m) {
+  std::vector<const expr*> r;
+  for (const definition& d : m.defs) r.push_back(d.fn);
+  return r;
+}
 
 }  // namespace fuse::relay

@@ -35,57 +35,6 @@ namespace fuse::relay {
 
 namespace pass_detail {
 
-/// Child slots of a node (callee when it is not an op/global name, args, body).
-template <class F>
-void for_each_slot(expr* e, F&& f) {
-  if (e->kind == expr_kind::call && e->callee && e->callee->kind != expr_kind::op &&
-      e->callee->kind != expr_kind::global)
-    f(e->callee);
-  for (expr*& a : e->args)
-    if (a) f(a);
-  if (e->body) f(e->body);
-}
-
-/// Every node reachable from `roots`, children before parents; `enter(e)` false keeps the walk
-/// out of e's children.
-template <class Enter>
-std::vector<expr*> post_order(const std::vector<expr*>& roots, Enter&& enter) {
-  struct frame {
-    expr* e;
-    std::vector<expr*> kids;
-    std::size_t i = 0;
-  };
-  std::vector<expr*> out;
-  std::unordered_set<expr*> seen;
-  std::vector<frame> stack;
-  auto push = [&](expr* e) {
-    frame f{e, {}, 0};
-    if (enter(e)) for_each_slot(e, [&](expr*& c) { f.kids.push_back(c); });
-    stack.push_back(std::move(f));
-  };
-  for (expr* r : roots) {
-    if (!r || !seen.insert(r).second) continue;
-    push(r);
-    while (!stack.empty()) {
-      frame& f = stack.back();
-      if (f.i < f.kids.size()) {
-        expr* c = f.kids[f.i++];
-        if (seen.insert(c).second) push(c);
-        continue;
-      }
-      out.push_back(f.e);
-      stack.pop_back();
-    }
-  }
-  return out;
-}
-
-/// post_order entering every node.
-std::vector<expr*> post_order(const std::vector<expr*>& roots);
-
-/// The functions of the module's definitions: the roots of a walk over all of it.
-std::vector<expr*> def_roots(module& m);
-
 /// Redirects every pointer to a key of `map` to its value (chains followed) in the nodes
 /// reachable from the definitions.
 void substitute(module& m, const std::unordered_map<expr*, expr*>& map);
