@@ -22,7 +22,6 @@
 //
 // Exit status: 0 success, 1 bad input (FILE:LINE:COL: error: ... on stderr), 2 bad usage or an
 // internal error (a generated header that does not compile).
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -45,6 +44,8 @@
 #include <fuse/relay/pipeline.hpp>
 #include <fuse/relay/plan.hpp>
 #include <fuse/relay/typecheck.hpp>
+
+#include "shell_command.hpp"
 
 namespace {
 
@@ -128,13 +129,6 @@ pipeline_options pipeline_options_of(const arguments& args) {
   pipeline_options o;
   o.tvm_planner = planner == "tvm";
   return o;
-}
-
-/// check_options::run: `command` through the shell, its output and errors to `log_path`; its
-/// exit status, or -1 when it could not run or was killed.
-int run_command(const std::string& command, const std::string& log_path) {
-  const int raw = std::system((command + " > " + log_path + " 2>&1").c_str());
-  return raw == -1 || !WIFEXITED(raw) ? -1 : WEXITSTATUS(raw);
 }
 
 /// A model as every command runs it (pipeline.hpp's load_model), with the weights of --params
@@ -245,7 +239,7 @@ int check(const arguments& args) {
   opt.planning = prepared.planning;
   opt.cxx = FUSE_RELAY_CXX;
   opt.flags = FUSE_RELAY_CXX_FLAGS;
-  opt.run = run_command;
+  opt.run = fuse::tools::run_shell_command;
   const std::string seed = args.get("--seed", "1");
   char* end = nullptr;
   opt.seed = std::strtoull(seed.c_str(), &end, 10);

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <doctest/doctest.h>
-#include <sys/wait.h>
 
 #include <cstddef>
 #include <cstdlib>
@@ -15,22 +14,16 @@
 #include <fuse/relay/check.hpp>
 #include <fuse/relay/printer.hpp>
 
+#include "shell_command.hpp"
 #include "support/random.hpp"
 
 namespace fuse::test {
-
-/// check_options::run for the suites: `command` through the shell, its output and errors to
-/// `log_path`; its exit status, or -1 when it could not run or was killed.
-inline int run_shell_command(const std::string& command, const std::string& log_path) {
-  const int raw = std::system((command + " > " + log_path + " 2>&1").c_str());
-  return raw == -1 || !WIFEXITED(raw) ? -1 : WEXITSTATUS(raw);
-}
 
 /// Options for check_model of the program `name`; cxx is empty when no compiler setup is known
 /// (no headers beside this file).
 inline relay::check_options model_check_options(const std::string& name) {
   relay::check_options o;
-  o.run = run_shell_command;
+  o.run = fuse::tools::run_shell_command;  // tools/shell_command.hpp
 #if defined(FUSE_RELAY_CXX) && defined(FUSE_RELAY_CXX_FLAGS)
   o.cxx = FUSE_RELAY_CXX;
   o.flags = FUSE_RELAY_CXX_FLAGS;
