@@ -130,7 +130,7 @@ void run_lstm(benchmark::State& state, const char* variant, Step step) {
   tensor2 hn({d.b, d.hd}), cn({d.b, d.hd});
   std::fill(hn.begin(), hn.end(), std::nanf(""));
   std::fill(cn.begin(), cn.end(), std::nanf(""));
-  fuse::cpu::epilogue_stats = {};
+  fuse_bench::last_stats = {};
   step(d.w[0], hn, cn);
   const double one_pass = fuse_bench::last_eval_was_one_pass();
   const auto n = static_cast<std::size_t>(hn.size());
@@ -165,7 +165,7 @@ void lstm_step(const lstm_data& d, const Weights& w, tensor2& hn, tensor2& cn) {
   auto xh = fuse::concatenate(std::make_tuple(d.x.view(), d.h.view()), 1);
   auto gates = fuse::split<4>(fuse::bias_add(fuse::dense(xh, w), d.bias.view()), 1);
   auto [h_next, c_next] = lstm_outputs(gates, d.c.view());
-  fuse::eval(fuse::outputs(hn, cn), h_next, c_next);
+  fuse_bench::last_stats = fuse::eval(fuse::outputs(hn, cn), h_next, c_next);
 }
 
 void lstm_fused(benchmark::State& state) {
@@ -300,7 +300,7 @@ void run_gru(benchmark::State& state, const char* variant, Step step) {
   const gru_data& d = fuse_bench::inputs_of<gru_data>(state);
   tensor2 hn({d.b, d.hd});
   std::fill(hn.begin(), hn.end(), std::nanf(""));
-  fuse::cpu::epilogue_stats = {};
+  fuse_bench::last_stats = {};
   step(d.wi[0], d.wh[0], hn);
   const double one_pass = fuse_bench::last_eval_was_one_pass();
   const std::string err = fuse_bench::compare((std::string(variant) + " h'").c_str(), hn.data(), d.h_ref.data(),
@@ -327,7 +327,7 @@ void gru_fused(benchmark::State& state) {
     const auto& whp = d.whp[copy_index(d.wh, wh)];
     auto gi = fuse::split<3>(fuse::bias_add(fuse::dense(d.x.view(), wip), d.bi.view()), 1);
     auto gh = fuse::split<3>(fuse::bias_add(fuse::dense(d.h.view(), whp), d.bh.view()), 1);
-    fuse::eval(hn, gru_output(gi, gh, d.h.view()));
+    fuse_bench::last_stats = fuse::eval(hn, gru_output(gi, gh, d.h.view()));
   });
 }
 

@@ -88,8 +88,9 @@ inline std::string compare(const char* what, const float* got, const float* want
 /// For the fused variants: 1 when the last fuse::eval on this thread ran as one blocked pass
 /// with every contraction computed block by block in it (nothing evaluated whole, no
 /// temporaries), else 0; the counter "one_pass" shows it beside the timing.
+inline fuse::eval_statistics last_stats;  ///< what the last fused step's eval did (set by the step)
 inline double last_eval_was_one_pass() {
-  const auto& st = fuse::cpu::epilogue_stats;
+  const auto& st = last_stats;
   return st.passes == 1 && st.whole_leaves == 0 && st.through_temporaries == 0 && st.partial_leaves > 0 ? 1.0 : 0.0;
 }
 

@@ -71,14 +71,12 @@ bool run(index_t batch, index_t dim, int calls, int reps, const char* note) {
 
   // ---- fused: one eval, one pass -------------------------------------------------------------------
   const auto cell = seed_cell(x, wp);
-  fuse::cpu::epilogue_stats = {};
-  fuse::eval(out, cell);
-  const auto st = fuse::cpu::epilogue_stats;
+  const fuse::eval_statistics st = fuse::eval(out, cell);
   // Each block computes its rows of the product: one product for all three gates when they fit
   // the block's budget at once, else one per gate.
   const bool one_pass = st.passes == 1 && st.whole_leaves == 0 && st.through_temporaries == 0 &&
                         st.partial_leaves >= st.blocks && st.partial_leaves <= 3 * st.blocks;
-  std::printf("  epilogue_stats: %zu pass, %zu block%s, %zu product blocks, %zu evaluated whole -> %s\n", st.passes,
+  std::printf("  eval_statistics: %zu pass, %zu block%s, %zu product blocks, %zu evaluated whole -> %s\n", st.passes,
               st.blocks, st.blocks == 1 ? "" : "s", st.partial_leaves, st.whole_leaves,
               one_pass ? "ONE fused pass" : "NOT one pass");
 

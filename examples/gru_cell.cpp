@@ -96,6 +96,7 @@ int main(int argc, char** argv) {
   // ---- the state, updated in place ------------------------------------------------------------
   fuse::tensor<float, 2> h({batch, hidden});  // zero-initialised
 
+  fuse::eval_statistics counts;  // what the steps' evals did, summed
   const auto step = [&](index_t t) {
     // x_t: a view into the sequence, no copy.
     const auto x_t = fuse::view(xs.data() + t * batch * input, {batch, input});
@@ -109,7 +110,7 @@ int main(int argc, char** argv) {
     auto z = fuse::sigmoid(gi[1] + gh[1]);
     auto n = fuse::tanh(gi[2] + r * gh[2]);
     // h' reads h element for element (z * h): writing h in the same pass is in place.
-    fuse::eval(h, (1.0f - z) * n + z * h);
+    counts += fuse::eval(h, (1.0f - z) * n + z * h);
   };
   const auto run_sequence = [&] {
     h.fill(0.0f);
@@ -117,9 +118,9 @@ int main(int argc, char** argv) {
   };
 
   // ---- proof that a step is one pass ------------------------------------------------------------
-  fuse::cpu::epilogue_stats = {};
+  counts = {};
   run_sequence();
-  const auto st = fuse::cpu::epilogue_stats;
+  const fuse::eval_statistics st = counts;
   std::printf(
       "GRU cell: batch %lld, input %lld, hidden %lld, %lld steps "
       "(W_ih: [%lld, %lld], W_hh: [%lld, %lld], packed)\n",

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   fuse::tensor<float, 2> h({batch, hidden}), c({batch, hidden});  // zero-initialised
 
   // One step: builds the expression (cheap: no allocation, nothing computed) and evaluates it.
+  fuse::eval_statistics counts;  // what the steps' evals did, summed
   const auto step = [&](index_t t) {
     // x_t: a view into the sequence, no copy.
     const auto x_t = fuse::view(xs.data() + t * batch * input, {batch, input});
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
     auto c_next = fuse::sigmoid(g[1]) * c + fuse::sigmoid(g[0]) * fuse::tanh(g[2]);
     auto h_next = fuse::sigmoid(g[3]) * fuse::tanh(c_next);
     // Both outputs in one pass; each element of h' and c' is computed before either is stored.
-    fuse::eval(fuse::outputs(h, c), h_next, c_next);
+    counts += fuse::eval(fuse::outputs(h, c), h_next, c_next);
   };
   const auto run_sequence = [&] {
     h.fill(0.0f);
@@ -113,9 +114,9 @@ int main(int argc, char** argv) {
   };
 
   // ---- proof that a step is one pass ------------------------------------------------------------
-  fuse::cpu::epilogue_stats = {};
+  counts = {};
   run_sequence();
-  const auto st = fuse::cpu::epilogue_stats;
+  const fuse::eval_statistics st = counts;
   std::printf("LSTM cell: batch %lld, input %lld, hidden %lld, %lld steps (W: [%lld, %lld], packed)\n",
               static_cast<long long>(batch), static_cast<long long>(input), static_cast<long long>(hidden),
               static_cast<long long>(steps), static_cast<long long>(4 * hidden), static_cast<long long>(k));

@@ -10,7 +10,7 @@
 // TVM's FuseOps made three functions of it (dense; split; the gates). Here it is ONE
 // fuse::eval: the product is computed block by block into a small buffer and the gate
 // expression runs over that buffer at once (fuse/cpu/epilogue.hpp); the [1, 30] product is
-// never written to memory as a tensor of its own. fuse::cpu::epilogue_stats shows it: one
+// never written to memory as a tensor of its own. The fuse::eval_statistics that eval returns show it: one
 // pass, one block, one product block (the 30 columns of this row at once, which the three
 // split sections read), nothing evaluated whole.
 //
@@ -33,9 +33,8 @@ constexpr fuse::index_t rnn_dim = 10;
 /// and the counters, and returns whether the error is within tolerance.
 template <class Out, class Expr>
 bool run(const char* title, Out& out, const Expr& expr) {
-  fuse::cpu::epilogue_stats = {};
-  fuse::eval(out, expr);  // the whole cell: dense + split + sigmoid/tanh/exp + multiply/add
-  const auto st = fuse::cpu::epilogue_stats;
+  // The whole cell: dense + split + sigmoid/tanh/exp + multiply/add.
+  const fuse::eval_statistics st = fuse::eval(out, expr);
 
   const auto ref = fuse::reference(expr);  // fuse::tensor<double, 2>, same shape
   std::printf("%s\n", title);
@@ -47,7 +46,7 @@ bool run(const char* title, Out& out, const Expr& expr) {
                 ref(0, j), err);
   }
   std::printf(
-      "  epilogue_stats: %zu pass, %zu block, %zu product blocks (all three gates at once), %zu evaluated whole, "
+      "  eval_statistics: %zu pass, %zu block, %zu product blocks (all three gates at once), %zu evaluated whole, "
       "%zu through temporaries\n",
       st.passes, st.blocks, st.partial_leaves, st.whole_leaves, st.through_temporaries);
   // float32: a dot product of 10 terms and three transcendentals within a few ULP; |out| < 10

@@ -156,13 +156,25 @@ void expect_identical(const T& got, const T& want, const char* what) {
   CHECK(bad == 0);
 }
 
+/// The blocked epilogue's buffer size for the evals of a scope (fuse::epilogue_block): small
+/// budgets cross many blocks (one row by a few columns each) on small shapes.
+index_t block_elements = epilogue_block{}.elements;
 struct block_budget {
-  index_t saved = cpu::epilogue_block_elements;
-  explicit block_budget(index_t b) { cpu::epilogue_block_elements = b; }
-  ~block_budget() { cpu::epilogue_block_elements = saved; }
+  index_t saved = block_elements;
+  explicit block_budget(index_t b) { block_elements = b; }
+  ~block_budget() { block_elements = saved; }
   block_budget(const block_budget&) = delete;
   block_budget& operator=(const block_budget&) = delete;
 };
+
+/// fuse::eval with the scope's block budget; returns what the pass did.
+template <class... A>
+eval_statistics eval_blocked(A&&... a) {
+  return eval(static_cast<A&&>(a)..., epilogue_block{block_elements});
+}
+
+/// What the last eval whose counters a test checks did.
+eval_statistics stats;
 
 }  // namespace
 
@@ -326,13 +338,13 @@ TEST_CASE_TEMPLATE("half and bfloat16 outputs through views and over their own o
   auto b = test::random_tensor<T>({41, 18}, 93, -1, 1);
   const auto mm = [](auto o, const auto& x, const auto& y) { return matmul<typename decltype(o)::type>(x, y); };
   tensor<T, 2> out_t({18, 23});
-  eval(transpose(out_t), matmul(a, b));  // a column stride: the rounded store is strided
+  eval_blocked(transpose(out_t), matmul(a, b));  // a column stride: the rounded store is strided
   expect_within_bound<T>(materialize(transpose(out_t)), mm, a, b, "output through a transpose");
   // x = x * w in place: the executor computes into a temporary first.
   auto sq = test::random_tensor<T>({30, 30}, 94, -1, 1);
   auto w2 = test::random_tensor<T>({30, 30}, 95, -1, 1);
   auto copy = materialize(sq * T(1.0f));
-  eval(sq, matmul(sq, w2));
+  eval_blocked(sq, matmul(sq, w2));
   expect_within_bound<T>(sq, mm, copy, w2, "in-place matmul");
 }
 
@@ -382,9 +394,9 @@ TEST_CASE("half and bfloat16 exact sums round once, to nearest even, in every ke
     tensor<T, 2> got({rows + m_pad, n});
     if (packed) {
       const auto wp = pack(w);
-      eval(got, dense(x, wp));
+      eval_blocked(got, dense(x, wp));
     } else {
-      eval(got, dense(x, w));
+      eval_blocked(got, dense(x, w));
     }
     const auto ref = reference(dense(x, w));
     for (index_t r = 0; r < rows; ++r) {
@@ -478,19 +490,18 @@ TEST_CASE_TEMPLATE("a half or bfloat16 dense inside an elementwise tree reads th
   for (int packed = 0; packed < 2; ++packed) {
     CAPTURE(packed);
     tensor<T, 2> out({1, 10});
-    cpu::epilogue_stats = {};
     if (packed) {
       auto s = split<3>(dense(x, wp), 1);
-      eval(out, sigmoid(s[0]) + tanh(s[1]) * exp(s[2]));
+      stats = eval_blocked(out, sigmoid(s[0]) + tanh(s[1]) * exp(s[2]));
     } else {
       auto s = split<3>(dense(x, w), 1);
       const auto e = sigmoid(s[0]) + tanh(s[1]) * exp(s[2]);
-      eval(out, e);
+      stats = eval_blocked(out, e);
       test::expect_matches(out, reference(e), {}, 2, "seed cell against the reference");
     }
-    CHECK(cpu::epilogue_stats.passes == 1);
-    CHECK(cpu::epilogue_stats.whole_leaves == 0);
-    CHECK(cpu::epilogue_stats.partial_leaves == 1);
+    CHECK(stats.passes == 1);
+    CHECK(stats.whole_leaves == 0);
+    CHECK(stats.partial_leaves == 1);
     expect_identical(out, op_by_op, "seed cell against op-by-op execution");
   }
 
@@ -513,12 +524,11 @@ TEST_CASE_TEMPLATE("a half or bfloat16 dense inside an elementwise tree reads th
     auto ga = split<2>(dense(x2, wap), 1);
     auto gb = bias_add(dense(x2, wb), bias);
     tensor<T, 2> o1({33, 50}), o2({33, 50});
-    cpu::epilogue_stats = {};
-    eval(outputs(o1, o2), sigmoid(ga[0]) * tanh(gb), ga[1] - gb);
-    CHECK(cpu::epilogue_stats.passes == 1);
-    CHECK(cpu::epilogue_stats.blocks == (budget == 40 ? 66 : 1));
-    CHECK(cpu::epilogue_stats.whole_leaves == 0);
-    CHECK(cpu::epilogue_stats.partial_leaves >= 2 * cpu::epilogue_stats.blocks);
+    stats = eval_blocked(outputs(o1, o2), sigmoid(ga[0]) * tanh(gb), ga[1] - gb);
+    CHECK(stats.passes == 1);
+    CHECK(stats.blocks == (budget == 40 ? 66 : 1));
+    CHECK(stats.whole_leaves == 0);
+    CHECK(stats.partial_leaves >= 2 * stats.blocks);
     expect_identical(o1, want1, "two contractions, two outputs");
     expect_identical(o2, want2, "two contractions, two outputs (the second)");
   }
@@ -530,12 +540,11 @@ TEST_CASE_TEMPLATE("a half or bfloat16 dense inside an elementwise tree reads th
   {
     auto s4 = split<2>(dense(x4, w4), 1);
     tensor<T, 2> o4({200, 32});
-    cpu::epilogue_stats = {};
-    eval(o4, sigmoid(s4[0]) * s4[1]);
-    CHECK(cpu::epilogue_stats.blocks == 1);
+    stats = eval_blocked(o4, sigmoid(s4[0]) * s4[1]);
+    CHECK(stats.blocks == 1);
     // (Where the CPU has vdpbf16ps, bfloat16 products run the pair kernel, which packs A's rows
     // in pairs for each product: no shared float rows.)
-    CHECK(cpu::epilogue_stats.row_packings == (std::is_same_v<T, bfloat16> && cpu::gemm::has_dpbf16 ? 0 : 1));
+    CHECK(stats.row_packings == (std::is_same_v<T, bfloat16> && cpu::gemm::has_dpbf16 ? 0 : 1));
     const auto p4 = materialize(dense(x4, w4));
     auto q4 = split<2>(p4.view(), 1);
     expect_identical(o4, materialize(sigmoid(q4[0]) * q4[1]), "200 rows, shared packed rows");
@@ -546,9 +555,8 @@ TEST_CASE_TEMPLATE("a half or bfloat16 dense inside an elementwise tree reads th
   auto kb = eighths<T>({3, 13, 20}, 12);
   {
     tensor<T, 3> o({3, 9, 13});
-    cpu::epilogue_stats = {};
-    eval(o, tanh(batch_matmul(q, kb)) * T(0.5f));
-    CHECK(cpu::epilogue_stats.whole_leaves == 1);
+    stats = eval_blocked(o, tanh(batch_matmul(q, kb)) * T(0.5f));
+    CHECK(stats.whole_leaves == 1);
     const auto p = materialize(batch_matmul(q, kb));
     expect_identical(o, materialize(tanh(p.view()) * T(0.5f)), "batch_matmul in a tree");
   }
@@ -560,9 +568,8 @@ TEST_CASE_TEMPLATE("a half or bfloat16 dense inside an elementwise tree reads th
   auto w3 = eighths<T>({20, 33}, 8, 64);
   const auto err = cast<float>(dense(x3, w3)) - dense<float>(x3, w3);
   tensor<float, 2> got({7, 20});
-  cpu::epilogue_stats = {};
-  eval(got, err);
-  CHECK(cpu::epilogue_stats.passes == 1);
+  stats = eval_blocked(got, err);
+  CHECK(stats.passes == 1);
   test::expect_matches(got, reference(err), {}, 0, "rounding error read by the tree");
   index_t nonzero = 0;
   for (index_t i = 0; i < got.size(); ++i) nonzero += got.data()[i] != 0.0f;
@@ -578,9 +585,8 @@ TEST_CASE_TEMPLATE("a float32-result dense of half or bfloat16 operands inside a
   auto s = split<3>(dense<float>(x, wp), 1);
   const auto e = sigmoid(s[0]) + tanh(s[1]) * exp(s[2]);
   tensor<float, 2> out({9, 20});
-  cpu::epilogue_stats = {};
-  eval(out, e);
-  CHECK(cpu::epilogue_stats.passes == 1);
-  CHECK(cpu::epilogue_stats.whole_leaves == 0);
+  stats = eval_blocked(out, e);
+  CHECK(stats.passes == 1);
+  CHECK(stats.whole_leaves == 0);
   test::expect_matches(out, reference(e), {2e-6, 40 * 4 * 0x1p-24}, 0, "float32 gates over a 16-bit dense");
 }

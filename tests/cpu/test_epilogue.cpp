@@ -17,15 +17,25 @@ using fuse::test::tolerance;
 
 namespace {
 
-/// Sets the blocked epilogue's buffer size for a scope: small budgets cross many blocks (one
-/// row by a few columns each) on small shapes.
+/// The blocked epilogue's buffer size for the evals of a scope (fuse::epilogue_block): small
+/// budgets cross many blocks (one row by a few columns each) on small shapes.
+index_t block_elements = epilogue_block{}.elements;
 struct block_budget {
-  index_t saved = cpu::epilogue_block_elements;
-  explicit block_budget(index_t b) { cpu::epilogue_block_elements = b; }
-  ~block_budget() { cpu::epilogue_block_elements = saved; }
+  index_t saved = block_elements;
+  explicit block_budget(index_t b) { block_elements = b; }
+  ~block_budget() { block_elements = saved; }
   block_budget(const block_budget&) = delete;
   block_budget& operator=(const block_budget&) = delete;
 };
+
+/// fuse::eval with the scope's block budget; returns what the pass did.
+template <class... A>
+eval_statistics eval_blocked(A&&... a) {
+  return eval(static_cast<A&&>(a)..., epilogue_block{block_elements});
+}
+
+/// What the last eval whose counters a test checks did.
+eval_statistics stats;
 
 tolerance cell_tol(index_t k) { return {2e-6, 6e-7 * static_cast<double>(k + 1)}; }
 
@@ -68,15 +78,14 @@ TEST_CASE("an LSTM cell is one blocked pass: four gate blocks, two outputs") {
       lstm_weights p(bt, in, hd, 200 + static_cast<std::uint64_t>(bt + in + hd));
       auto [he, ce] = lstm_exprs(p);
       tensor<float, 2> hn({bt, hd}), cn({bt, hd});
-      cpu::epilogue_stats = {};
-      eval(outputs(hn, cn), he, ce);
-      CHECK(cpu::epilogue_stats.passes == 1);
-      CHECK(cpu::epilogue_stats.whole_leaves == 0);
+      stats = eval_blocked(outputs(hn, cn), he, ce);
+      CHECK(stats.passes == 1);
+      CHECK(stats.whole_leaves == 0);
       // One product per gate block, or one for all four when the gates are narrow enough to
       // be computed as one (the whole width of W for these rows).
-      CHECK(cpu::epilogue_stats.partial_leaves >= cpu::epilogue_stats.blocks);
-      CHECK(cpu::epilogue_stats.partial_leaves <= 4 * cpu::epilogue_stats.blocks);
-      CHECK(cpu::epilogue_stats.through_temporaries == 0);
+      CHECK(stats.partial_leaves >= stats.blocks);
+      CHECK(stats.partial_leaves <= 4 * stats.blocks);
+      CHECK(stats.through_temporaries == 0);
       expect_matches(cn, reference(ce), cell_tol(in + hd), 0, "LSTM c'");
       expect_matches(hn, reference(he), cell_tol(in + hd), 0, "LSTM h'");
     }
@@ -89,9 +98,8 @@ TEST_CASE("an LSTM step updates h and c in place") {
   auto [he, ce] = lstm_exprs(p);
   const auto h_ref = reference(he);
   const auto c_ref = reference(ce);
-  cpu::epilogue_stats = {};
-  eval(outputs(p.h, p.c), he, ce);  // h feeds the GEMM (through the concatenation), c the gates
-  CHECK(cpu::epilogue_stats.through_temporaries == 0);
+  stats = eval_blocked(outputs(p.h, p.c), he, ce);  // h feeds the GEMM (through the concatenation), c the gates
+  CHECK(stats.through_temporaries == 0);
   expect_matches(p.c, c_ref, cell_tol(65), 0, "in-place c'");
   expect_matches(p.h, h_ref, cell_tol(65), 0, "in-place h'");
 }
@@ -113,16 +121,14 @@ TEST_CASE("a GRU cell: two GEMMs with different K and six gate blocks, h updated
     const auto he = (1.0f - z) * n + z * h;
     const auto ref = reference(he);
     tensor<float, 2> out({bt, hd});
-    cpu::epilogue_stats = {};
-    eval(out, he);
-    CHECK(cpu::epilogue_stats.partial_leaves >= 2);  // two GEMMs (their sections maybe at once)
-    CHECK(cpu::epilogue_stats.whole_leaves == 0);
+    stats = eval_blocked(out, he);
+    CHECK(stats.partial_leaves >= 2);  // two GEMMs (their sections maybe at once)
+    CHECK(stats.whole_leaves == 0);
     expect_matches(out, ref, cell_tol(in + hd), 0, "GRU h'");
-    block_budget bb(48);  // several column blocks per row: later ones read all of h's row
-    cpu::epilogue_stats = {};
-    eval(h, he);  // h is read in place by the second GEMM: it is copied before any block writes
-    CHECK(cpu::epilogue_stats.blocks == static_cast<std::size_t>(bt * ((hd + 47) / 48)));
-    CHECK(cpu::epilogue_stats.through_temporaries == 0);
+    block_budget bb(48);          // several column blocks per row: later ones read all of h's row
+    stats = eval_blocked(h, he);  // h is read in place by the second GEMM: it is copied before any block writes
+    CHECK(stats.blocks == static_cast<std::size_t>(bt * ((hd + 47) / 48)));
+    CHECK(stats.through_temporaries == 0);
     expect_matches(h, ref, cell_tol(in + hd), 0, "GRU h' in place");
   }
 }
@@ -136,12 +142,11 @@ TEST_CASE("trees over many blocks, partial tail blocks, transposed and broadcast
   auto s = split<2>(dense(x, w), 1);
   const auto e = sigmoid(s[0]) * y + exp(s[1] * 0.25f);
   tensor<float, 2> out({260, 300});
-  cpu::epilogue_stats = {};
-  eval(out, e);
-  CHECK(cpu::epilogue_stats.blocks == 4);
+  stats = eval_blocked(out, e);
+  CHECK(stats.blocks == 4);
   // Two products per block, but one in the 4-row tail block of 256 columns, where all 600
   // columns of the contraction fit the budget and serve both sections.
-  CHECK(cpu::epilogue_stats.partial_leaves == 7);
+  CHECK(stats.partial_leaves == 7);
   expect_matches(out, reference(e), cell_tol(9), 0, "split gates over 4 blocks");
 
   // The contraction read through a transpose, and a one-row contraction broadcast down the rows.
@@ -151,9 +156,8 @@ TEST_CASE("trees over many blocks, partial tail blocks, transposed and broadcast
   auto y2 = test::random_tensor({50, 70}, 506, -1, 1);
   const auto e2 = tanh(transpose(dense(a, bw))) + dense(x1, a) * y2;
   tensor<float, 2> out2({50, 70});
-  cpu::epilogue_stats = {};
-  eval(out2, e2);
-  CHECK(cpu::epilogue_stats.whole_leaves == 0);
+  stats = eval_blocked(out2, e2);
+  CHECK(stats.whole_leaves == 0);
   expect_matches(out2, reference(e2), cell_tol(13), 0, "transposed and broadcast contraction leaves");
 }
 
@@ -164,22 +168,20 @@ TEST_CASE("contraction leaves that a block cannot serve are evaluated whole, onc
   // A reshape of the result, and a strided slice with step 2 of its columns.
   const auto e = reshape<10, 24>(dense(x, w)) * y;
   tensor<float, 2> out({10, 24});
-  cpu::epilogue_stats = {};
-  eval(out, e);
-  CHECK(cpu::epilogue_stats.whole_leaves == 1);
+  stats = eval_blocked(out, e);
+  CHECK(stats.whole_leaves == 1);
   expect_matches(out, reference(e), cell_tol(7), 0, "reshape of a contraction");
   const auto e2 = strided_slice(dense(x, w), {0, 0}, {12, 20}, {1, 2}) + 1.0f;
   tensor<float, 2> out2({12, 10});
-  cpu::epilogue_stats = {};
-  eval(out2, e2);
-  CHECK(cpu::epilogue_stats.whole_leaves == 1);
+  stats = eval_blocked(out2, e2);
+  CHECK(stats.whole_leaves == 1);
   expect_matches(out2, reference(e2), cell_tol(7), 0, "strided slice of a contraction");
   // batch_matmul inside a tree.
   auto qa = test::random_tensor({3, 5, 8}, 603, -1, 1);
   auto kb = test::random_tensor({3, 6, 8}, 604, -1, 1);
   const auto e3 = exp(batch_matmul(qa, kb) * 0.5f);
   tensor<float, 3> out3({3, 5, 6});
-  eval(out3, e3);
+  eval_blocked(out3, e3);
   expect_matches(out3, reference(e3), cell_tol(8), 0, "batch_matmul in a tree");
 }
 
@@ -188,10 +190,9 @@ TEST_CASE("an output that later blocks read elsewhere goes through temporaries")
   // counters of the pass.
   const auto update = [](auto& out, const auto& e, const char* what) {
     const auto ref = reference(e);
-    cpu::epilogue_stats = {};
-    eval(out, e);
+    stats = eval_blocked(out, e);
     expect_matches(out, ref, cell_tol(11), 0, what);
-    return cpu::epilogue_stats;
+    return stats;
   };
   auto x = test::random_tensor({300, 11}, 700, -1, 1);
   auto w = test::random_tensor({300, 11}, 701, -1, 1);
@@ -215,9 +216,8 @@ TEST_CASE("int8 contractions in a tree stay exact") {
   for (index_t i = 0; i < 50; ++i) x.data()[i] = -128, w.data()[i] = -128;  // the largest products
   const auto e = cast<float>(dense(x, w)) * 0.5f;
   tensor<float, 2> out({37, 70});
-  cpu::epilogue_stats = {};
-  eval(out, e);
-  CHECK(cpu::epilogue_stats.partial_leaves >= 1);
+  stats = eval_blocked(out, e);
+  CHECK(stats.partial_leaves >= 1);
   expect_matches(out, reference(e), {0, 0}, 0, "int8 dense in a tree");
 }
 
@@ -234,12 +234,11 @@ TEST_CASE("horizontal fusion: Q, K and V projections of one X in one pass, X's r
     const auto ke = dense(x, wk);
     const auto ve = dense(x, wvp);
     tensor<float, 2> q({m, n}), kk({m, n}), v({m, n});
-    cpu::epilogue_stats = {};
-    eval(outputs(q, kk, v), qe, ke, ve);
-    CHECK(cpu::epilogue_stats.passes == 1);
-    CHECK(cpu::epilogue_stats.partial_leaves == 3 * cpu::epilogue_stats.blocks);
+    stats = eval_blocked(outputs(q, kk, v), qe, ke, ve);
+    CHECK(stats.passes == 1);
+    CHECK(stats.partial_leaves == 3 * stats.blocks);
     // One packing of X's rows per block that is big enough to pack (not the direct form).
-    if (m > 4 && m * n * k > 32768) CHECK(cpu::epilogue_stats.row_packings == cpu::epilogue_stats.blocks);
+    if (m > 4 && m * n * k > 32768) CHECK(stats.row_packings == stats.blocks);
     expect_matches(q, reference(qe), cell_tol(k), 0, "Q");
     expect_matches(kk, reference(ke), cell_tol(k), 0, "K");
     expect_matches(v, reference(ve), cell_tol(k), 0, "V");
@@ -253,10 +252,9 @@ TEST_CASE("a contraction and a reduction in one tree: the reduction evaluated wh
   auto y = test::random_tensor({9, 20}, 702, -1, 1);
   const auto e = dense(x, w) + mean(y, -1, keepdims) * 2.0f;
   tensor<float, 2> out({9, 20});
-  cpu::epilogue_stats = {};
-  eval(out, e);
-  CHECK(cpu::epilogue_stats.whole_leaves == 1);
-  CHECK(cpu::epilogue_stats.partial_leaves == cpu::epilogue_stats.blocks);
+  stats = eval_blocked(out, e);
+  CHECK(stats.whole_leaves == 1);
+  CHECK(stats.partial_leaves == stats.blocks);
   expect_matches(out, reference(e), cell_tol(13), 0, "dense + mean");
 }
 
@@ -267,29 +265,27 @@ TEST_CASE("the seed's cell: one product for all three sections of a narrow contr
   for (int packed = 0; packed < 2; ++packed) {
     CAPTURE(packed);
     tensor<float, 2> out({1, 10});
-    cpu::epilogue_stats = {};
     if (packed) {
       auto s = split<3>(dense(x, wp), 1);
       const auto e = sigmoid(s[0]) + tanh(s[1]) * exp(s[2]);
-      eval(out, e);
+      stats = eval_blocked(out, e);
       expect_matches(out, reference(e), cell_tol(10), 0, "seed cell, packed W");
     } else {
       auto s = split<3>(dense(x, w), 1);
       const auto e = sigmoid(s[0]) + tanh(s[1]) * exp(s[2]);
-      eval(out, e);
+      stats = eval_blocked(out, e);
       expect_matches(out, reference(e), cell_tol(10), 0, "seed cell");
     }
-    CHECK(cpu::epilogue_stats.blocks == 1);
-    CHECK(cpu::epilogue_stats.partial_leaves == 1);
+    CHECK(stats.blocks == 1);
+    CHECK(stats.partial_leaves == 1);
   }
   // A wide contraction read through one narrow section is not computed whole.
   auto wide = test::random_tensor({400, 10}, 802, -1, 1);
   auto s = split<40>(dense(x, wide), 1);
   const auto e = exp(s[3]);
   tensor<float, 2> out({1, 10});
-  cpu::epilogue_stats = {};
-  eval(out, e);
-  CHECK(cpu::epilogue_stats.partial_leaves == 1);
+  stats = eval_blocked(out, e);
+  CHECK(stats.partial_leaves == 1);
   expect_matches(out, reference(e), cell_tol(10), 0, "one section of forty");
 }
 
@@ -303,10 +299,9 @@ TEST_CASE("prologue by rows: expression operands evaluated block by block, whole
   auto g = split<2>(dense(xh, w), 1);
   const auto e = sigmoid(g[0]) * tanh(g[1]);
   tensor<float, 2> out({300, 20});
-  cpu::epilogue_stats = {};
-  eval(out, e);
-  CHECK(cpu::epilogue_stats.blocks == 2);
-  CHECK(cpu::epilogue_stats.prologue_row_blocks == 2);
+  stats = eval_blocked(out, e);
+  CHECK(stats.blocks == 2);
+  CHECK(stats.prologue_row_blocks == 2);
   expect_matches(out, reference(e), cell_tol(60), 0, "dense(concatenate(x, h), w) by rows");
 
   // A quantize chain as the operand of an int8 contraction: exact, by rows.
@@ -321,9 +316,8 @@ TEST_CASE("prologue by rows: expression operands evaluated block by block, whole
   const auto q = cast<std::int8_t>(clip(round(xf * 60.0f), -128, 127));  // saturates at both ends
   const auto e8 = dense(q, w8) + 0;
   tensor<std::int32_t, 2> out8({300, 33});
-  cpu::epilogue_stats = {};
-  eval(out8, e8);
-  CHECK(cpu::epilogue_stats.prologue_row_blocks == cpu::epilogue_stats.blocks);
+  stats = eval_blocked(out8, e8);
+  CHECK(stats.prologue_row_blocks == stats.blocks);
   expect_matches(out8, reference(e8), {}, 0, "dense(cast<int8>(clip(round(x * s))), w8) by rows");
 
   // The pass writes what the operand reads (h updated in place): evaluated whole, first.
@@ -333,10 +327,9 @@ TEST_CASE("prologue by rows: expression operands evaluated block by block, whole
   auto w2 = test::random_tensor({35, 60}, 907, -0.5, 0.5);
   const auto upd = tanh(dense(concatenate(std::make_tuple(x2.view(), h2.view()), 1), w2));
   const auto want = reference(upd);
-  cpu::epilogue_stats = {};
-  eval(h2, upd);
-  CHECK(cpu::epilogue_stats.blocks > 1);
-  CHECK(cpu::epilogue_stats.prologue_row_blocks == 0);
+  stats = eval_blocked(h2, upd);
+  CHECK(stats.blocks > 1);
+  CHECK(stats.prologue_row_blocks == 0);
   expect_matches(h2, want, cell_tol(60), 0, "in-place h, operand evaluated whole");
 }
 
@@ -350,8 +343,8 @@ TEST_CASE("empty extents with packed and unpacked weights: zeros, no reads") {
     const auto wp = pack(w);
     tensor<float, 2> a({m, n}), b({m, n});
     for (auto& v : a) v = 42;
-    eval(a, dense(x, wp));
-    eval(b, dense(x, w) * 2.0f + 1.0f);
+    eval_blocked(a, dense(x, wp));
+    eval_blocked(b, dense(x, w) * 2.0f + 1.0f);
     for (index_t i = 0; i < a.size(); ++i) REQUIRE(a.data()[i] == 0.0f);
     for (index_t i = 0; i < b.size(); ++i) REQUIRE(b.data()[i] == 1.0f);
   }

@@ -110,10 +110,9 @@ TEST_CASE("fused cells over packed weights: sections at panel boundaries and ins
       auto c_next = sigmoid(g[1]) * c + sigmoid(g[0]) * tanh(g[2]);
       auto h_next = sigmoid(g[3]) * tanh(c_next);
       tensor<float, 2> hn({bt, hd}), cn({bt, hd});
-      cpu::epilogue_stats = {};
-      eval(outputs(hn, cn), h_next, c_next);
-      CHECK(cpu::epilogue_stats.passes == 1);
-      CHECK(cpu::epilogue_stats.whole_leaves == 0);
+      const eval_statistics st = eval(outputs(hn, cn), h_next, c_next);
+      CHECK(st.passes == 1);
+      CHECK(st.whole_leaves == 0);
       const tolerance tol{2e-6, 6e-7 * static_cast<double>(in + hd + 1)};
       expect_matches(cn, reference(c_next), tol, 0, "packed LSTM c'");
       expect_matches(hn, reference(h_next), tol, 0, "packed LSTM h'");
@@ -222,19 +221,17 @@ void packed_8bit_sections(std::uint64_t salt) {
         const auto s = split<3>(dense(x, wp), 1);
         const auto e0 = s[0] + 0, e1 = s[1] + 0, e2 = s[2] * 3 + s[1];
         tensor<std::int32_t, 2> o0({bt, hd}), o1({bt, hd}), o2({bt, hd});
-        cpu::epilogue_stats = {};
-        eval(outputs(o0, o1, o2), e0, e1, e2);
-        CHECK(cpu::epilogue_stats.passes == 1);
-        CHECK(cpu::epilogue_stats.partial_leaves >= 1);
+        const eval_statistics st = eval(outputs(o0, o1, o2), e0, e1, e2);
+        CHECK(st.passes == 1);
+        CHECK(st.partial_leaves >= 1);
         expect_matches(o0, reference(e0), {}, 0, "section 0 + 0");
         expect_matches(o1, reference(e1), {}, 0, "section 1 + 0");
         expect_matches(o2, reference(e2), {}, 0, "section 2 * 3 + section 1");
         // One section alone, and blocks narrower than the product (columns cut inside panels).
         test::expect_matches_reference(s[1] + 0, {}, 0, "split<3>(dense(x, pack(w8)), 1)[1] + 0");
-        const index_t saved = cpu::epilogue_block_elements;
-        cpu::epilogue_block_elements = 64;
-        test::expect_matches_reference(s[2] + s[1], {}, 0, "sections in small blocks");
-        cpu::epilogue_block_elements = saved;
+        tensor<std::int32_t, 2> small_blocks({bt, hd});
+        CHECK(eval(small_blocks, s[2] + s[1], epilogue_block{64}).blocks == static_cast<std::size_t>(bt));
+        expect_matches(small_blocks, reference(s[2] + s[1]), {}, 0, "sections in small blocks");
       }
 }
 

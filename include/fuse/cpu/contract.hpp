@@ -4,8 +4,9 @@
 // are read in place through their strides (transposes included), packed weights (fuse::pack) in
 // their own layout; operands that are other expressions are evaluated into a contiguous buffer,
 // whole, or, in a blocked pass (fuse/cpu/epilogue.hpp), row block by row block as the blocks
-// read them. An output that overlaps an operand is computed into a temporary first. Included by
-// fuse/cpu/eval.hpp after the executor it calls back into (eval_one, overlaps).
+// read them. An output that overlaps an operand is computed into a temporary first. Operands
+// are evaluated by the executor context the kernel is handed (fuse/cpu/eval.hpp's cpu::context):
+// this file sits below eval.hpp and never calls up into it.
 #pragma once
 
 #include <cstdint>
@@ -15,10 +16,12 @@
 
 #include "fuse/bind/evaluators.hpp"
 #include "fuse/core/small_vector.hpp"
+#include "fuse/core/tensor.hpp"
 #include "fuse/cpu/gemm.hpp"
 #include "fuse/cpu/gemm_bf16.hpp"
 #include "fuse/cpu/gemm_int8.hpp"
 #include "fuse/cpu/packed.hpp"
+#include "fuse/cpu/pass.hpp"
 #include "fuse/expr/contract.hpp"
 
 namespace fuse::cpu {
@@ -79,8 +82,9 @@ bool leaf_byte_ranges(const E& e, byte_ranges& out) {
 /// An operand's elements in memory: the operand's own view when it is one (and its first
 /// `flatten` axes flatten to one stride), else a contiguous buffer holding its values: the
 /// whole operand evaluated once, or (`by_rows`, the prologue of a blocked pass) only the rows a
-/// block reads, evaluated when that block asks for them (rows()).
-template <class E>
+/// block reads, evaluated when that block asks for them (rows()). Ctx: the executor context
+/// that evaluates expression operands.
+template <class E, class Ctx>
 struct operand_memory {
   using T = typename E::value_type;
   static constexpr std::size_t R = E::rank;
@@ -90,20 +94,22 @@ struct operand_memory {
   const void* lo = nullptr;  ///< the bytes it reads, for overlap checks
   const void* hi = nullptr;
 
-  /// By rows: the expression, the rows [row0, row0 + nrows) now in `owned`, and the function
-  /// that evaluates rows (with the pass's math mode).
+  /// By rows: the expression, the rows [row0, row0 + nrows) now in `owned`, and the context
+  /// that evaluates them.
   bool lazy = false;
   std::optional<E> expr;
+  Ctx* ctx = nullptr;
   index_t row0 = -1, nrows = 0;
   std::size_t evaluations = 0;  ///< row blocks evaluated so far
-  void (*eval_rows)(const E&, tensor<T, static_cast<int>(R)>&, index_t, index_t) = nullptr;
 
   /// The rows [i0, i0 + m) of a by-rows operand, contiguous (row stride: the last extent).
   const T* rows(index_t i0, index_t m) {
-    if constexpr (R == 2) {
+    if constexpr (R == 2 && !is_tensor_view<E>::value) {
       if (i0 != row0 || m != nrows) {
         if (!owned || owned->shape()[0] < m) owned.emplace(dynamic_shape<2>({m, ext[1]}));
-        eval_rows(*expr, *owned, i0, m);
+        const index_t k = ext[1];
+        tensor_view<T, 2> dst(owned->data(), dynamic_shape<2>({m, k}), index_array<2>{k, 1});
+        ctx->eval_into(dst, strided_slice(*expr, {i0, index_t{0}}, {i0 + m, k}));
         ++evaluations;
         row0 = i0;
         nrows = m;
@@ -117,8 +123,8 @@ struct operand_memory {
   /// `avoid`: byte ranges about to be written (outputs of a blocked pass); a view overlapping
   /// one is copied rather than read in place. `by_rows`: an expression operand of rank 2 may be
   /// evaluated block by block when nothing it reads is written by the pass.
-  template <class Mode>
-  operand_memory(const E& e, std::size_t flatten, Mode, const byte_ranges* avoid = nullptr, bool by_rows = false)
+  operand_memory(const E& e, std::size_t flatten, Ctx& context, const byte_ranges* avoid = nullptr,
+                 bool by_rows = false)
       : ext(e.shape().array()) {
     if constexpr (!is_tensor_view<E>::value && R == 2) {
       byte_ranges reads;
@@ -129,17 +135,13 @@ struct operand_memory {
         if (clear) {
           lazy = true;
           expr.emplace(e);
+          ctx = &context;
           str = index_array<R>{ext[R - 1], 1};  // the rows buffer
           for (std::size_t i = 0; i < reads.size(); ++i) {
             if (reads[i].first == reads[i].second) continue;
             if (!lo || reads[i].first < lo) lo = reads[i].first;
             if (!hi || reads[i].second > hi) hi = reads[i].second;
           }
-          eval_rows = [](const E& x, tensor<T, static_cast<int>(R)>& dst, index_t i0, index_t m) {
-            const index_t k = x.shape()[1];
-            tensor_view<T, static_cast<int>(R)> rows(dst.data(), dynamic_shape<R>({m, k}), index_array<R>{k, 1});
-            fuse::detail::eval_one(rows, strided_slice(x, {i0, index_t{0}}, {i0 + m, k}), Mode{});
-          };
           return;
         }
       }
@@ -157,7 +159,7 @@ struct operand_memory {
     }
     if (!data) {
       owned.emplace(dynamic_shape<R>(e.shape()));
-      fuse::detail::eval_one(*owned, e, Mode{});
+      context.eval_into(owned->view(), e);
       data = owned->data();
       str = owned->strides();
     }
@@ -172,8 +174,8 @@ struct packed_operand {
   E view;
   const void* lo = nullptr;
   const void* hi = nullptr;
-  template <class Mode>
-  packed_operand(const E& e, std::size_t, Mode, const byte_ranges* = nullptr) : view(e) {}
+  template <class Ctx>
+  packed_operand(const E& e, std::size_t, Ctx&, const byte_ranges* = nullptr) : view(e) {}
 };
 
 /// Rows of A packed for the GEMM (gemm::pack_a_ahead), kept for the products of one block that
@@ -224,14 +226,15 @@ class packed_rows_cache {
 
 /// A contraction's operands in memory with A read as [M, K] and B as [K, N] (per batch):
 /// element (i, k) of batch b at a_data + b * a_bs + i * a_rs + k * a_cs, and likewise for B.
-template <class Node>
+/// Expression operands are evaluated by the executor context ctx.
+template <class Node, class Ctx>
 struct contract_operands {
   using A = typename Node::a_type;
   using B = typename Node::b_type;
   static constexpr contract_kind K = Node::kind;
   static constexpr bool packed_b = is_packed_view<B>::value;
-  mutable operand_memory<A> am;  // mutable: a by-rows operand evaluates its rows on demand
-  std::conditional_t<packed_b, packed_operand<B>, operand_memory<B>> bm;
+  mutable operand_memory<A, Ctx> am;  // mutable: a by-rows operand evaluates its rows on demand
+  std::conditional_t<packed_b, packed_operand<B>, operand_memory<B, Ctx>> bm;
   index_t a_rs = 0, a_cs = 0, a_bs = 0, b_ks = 0, b_ns = 0, b_bs = 0;
 
   /// Set when several products read the same rows of A (the gate blocks of a fused cell; the
@@ -239,14 +242,13 @@ struct contract_operands {
   /// and reused by every product that reads them, instead of once per product.
   packed_rows_cache* shared_rows = nullptr;
 
-  template <class Mode>
-  contract_operands(const Node& node, Mode, const byte_ranges* avoid = nullptr)
+  contract_operands(const Node& node, Ctx& ctx, const byte_ranges* avoid = nullptr)
       // dense/matmul read A as [M, K] with its leading axes flattened into M.
       // An expression A of a dense/matmul in a blocked pass is evaluated by row blocks (the
       // prologue): only the rows a block reads, when it reads them.
-      : am(node.a, K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1, Mode{}, avoid,
+      : am(node.a, K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1, ctx, avoid,
            K != contract_kind::batch_matmul && !node.trans_a),
-        bm(node.b, 0, Mode{}, avoid) {
+        bm(node.b, 0, ctx, avoid) {
     if constexpr (K == contract_kind::batch_matmul) {
       a_bs = node.batch_a == 1 ? 0 : am.str[0];
       a_rs = node.trans_a ? am.str[2] : am.str[1];
@@ -316,11 +318,12 @@ struct contract_operands {
 
 }  // namespace detail
 
-template <class Mode, class T, std::size_t Q, contract_kind K, class A, class B, class Out, std::size_t R>
-void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K, A, B, Out, R>& node) {
+/// out = the contraction node, its operands evaluated (when they are expressions) by ctx.
+template <std::size_t Q, class Ctx, class T, contract_kind K, class A, class B, class Out, std::size_t R>
+void run_contract(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K, A, B, Out, R>& node) {
   static_assert(std::is_same_v<std::remove_const_t<T>, Out>, "fuse: the contraction's output dtype");
   using Node = contract_expr<K, A, B, Out, R>;
-  const detail::contract_operands<Node> ops(node, Mode{});
+  const detail::contract_operands<Node, Ctx> ops(node, ctx);
   const auto oext = out.shape().array();
   const auto ostr = out.strides();
 
@@ -333,8 +336,8 @@ void run_contract(tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K
       detail::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
     tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
-    run_contract<Mode, Out, R>(tmp.view(), node);
-    fuse::detail::eval_one(out, tmp, Mode{});
+    run_contract<R>(ctx, tmp.view(), node);
+    ctx.eval_into(out, std::as_const(tmp).view());
     return;
   }
   const index_t batches = K == contract_kind::batch_matmul ? node.batch : 1;

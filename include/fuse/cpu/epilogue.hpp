@@ -28,29 +28,22 @@
 #include <utility>
 
 #include "fuse/core/small_vector.hpp"
+#include "fuse/core/tensor.hpp"
 #include "fuse/cpu/contract.hpp"
+#include "fuse/cpu/options.hpp"
+#include "fuse/cpu/pass.hpp"
 
 namespace fuse::cpu {
 
-/// What the blocked epilogue did on this thread: lets tests (and users) see that a tree fused.
-struct epilogue_counters {
-  std::size_t passes = 0;               ///< blocked passes run
-  std::size_t blocks = 0;               ///< blocks over all passes
-  std::size_t partial_leaves = 0;       ///< contraction blocks computed for one block each
-  std::size_t whole_leaves = 0;         ///< nodes evaluated whole (once per pass)
-  std::size_t through_temporaries = 0;  ///< passes whose outputs went through temporaries
-  std::size_t row_packings = 0;         ///< row blocks of A packed for the GEMM and shared by its products
-  std::size_t prologue_row_blocks = 0;  ///< row blocks of expression operands evaluated (prologue by rows)
-};
-inline thread_local epilogue_counters epilogue_stats;
-
-/// Elements in one contraction leaf's block buffer (32 Ki: 128 KiB of float, so that the gate
-/// blocks of a cell stay in L2 beside the weights streaming through). A tuning knob; tests
-/// lower it to cross many blocks with small shapes.
-inline thread_local index_t epilogue_block_elements = 32768;
-
-template <class Mode, std::size_t Q>
+/// The bind context of the blocks of one blocked pass. Outer: the executor context of the eval
+/// (fuse/cpu/eval.hpp's cpu::context): it evaluates whatever must be evaluated whole, holds the
+/// block budget (fuse::epilogue_block) and counts what the pass does (fuse::eval_statistics).
+template <class Outer, std::size_t Q>
 struct epilogue_context {
+  using math_mode = typename Outer::math_mode;
+  Outer& outer;
+  explicit epilogue_context(Outer& o) : outer(o) {}
+
   /// Per materialised leaf, in bind order (the same in every block): prepared operands and the
   /// storage its blocks (or its whole result) live in.
   struct slot {
@@ -114,7 +107,7 @@ struct epilogue_context {
     static_assert(Qm == Q);
     using T = typename N::value_type;
     constexpr std::size_t R = N::rank;
-    using S = decltype(context<Mode>{}.materialize(n));
+    using S = decltype(outer.materialize(n));
     // A leaf over data whose element (0, 0, ...) is node coordinate `lo` (0 unless the map is
     // affine). It owns nothing: the slots of this context hold every buffer until the pass ends,
     // and evaluators never outlive the pass (no reference counting per leaf per block).
@@ -156,13 +149,13 @@ struct epilogue_context {
           // one tiny product per section, whose fixed cost would dominate. Not for big products:
           // a batch-1 LSTM streams W ~8% faster gate by gate than in one sweep (measured).
           const index_t width = n.shape()[1];
-          if (len[1] < width && width <= 8 * len[1] && len[0] * width <= epilogue_block_elements &&
+          if (len[1] < width && width <= 8 * len[1] && len[0] * width <= outer.epilogue_block_elements &&
               len[0] * width * n.k <= 65536) {
             lo[1] = 0;
             len[1] = width;
           }
         }
-        using Ops = detail::contract_operands<N>;
+        using Ops = detail::contract_operands<N, Outer>;
         if (!s.operands) {
           // Leaves of one contraction (the sections of a split) share its prepared operands.
           if constexpr (std::is_trivially_copyable_v<N>)
@@ -173,11 +166,11 @@ struct epilogue_context {
             const std::size_t at = (arena_used + alignof(Ops) - 1) / alignof(Ops) * alignof(Ops);
             Ops* ops;
             if (alignof(Ops) <= 64 && at + sizeof(Ops) <= sizeof(arena)) {
-              ops = ::new (arena + at) Ops(n, Mode{}, &outputs);
+              ops = ::new (arena + at) Ops(n, outer, &outputs);
               arena_used = at + sizeof(Ops);
               s.owned = {ops, [](void* p) { static_cast<Ops*>(p)->~Ops(); }};
             } else {
-              ops = new Ops(n, Mode{}, &outputs);
+              ops = new Ops(n, outer, &outputs);
               s.owned = {ops, [](void* p) { delete static_cast<Ops*>(p); }};
             }
             ops->shared_rows = &packed_rows;
@@ -204,16 +197,16 @@ struct epilogue_context {
         const auto& ops = *static_cast<const Ops*>(s.operands);
         const std::size_t evaluated = ops.am.evaluations;
         ops.template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf, s.cols, 1);
-        epilogue_stats.prologue_row_blocks += ops.am.evaluations - evaluated;
+        outer.stats.prologue_row_blocks += ops.am.evaluations - evaluated;
         if constexpr (std::is_trivially_copyable_v<N>) done.push_back({type_id<N>(), &n, lo, len, next - 1});
-        ++epilogue_stats.partial_leaves;
+        ++outer.stats.partial_leaves;
         return leaf_over(buf, len, index_array<2>{s.cols, 1}, lo);
       }
     }
     // Whole, once: the first block binds before anything is written.
     if (!s.storage) {
-      s.storage = std::make_shared<S>(context<Mode>{}.materialize(n));
-      ++epilogue_stats.whole_leaves;
+      s.storage = std::make_shared<S>(outer.materialize(n));
+      ++outer.stats.whole_leaves;
     }
     const auto v = std::static_pointer_cast<const S>(s.storage)->view();
     return leaf_over(v.data(), v.shape().array(), v.strides(), index_array<R>{});
@@ -222,11 +215,11 @@ struct epilogue_context {
 
 namespace detail {
 
-/// Block extents: at most epilogue_block_elements per contraction leaf's buffer, up to 256
-/// rows (the weight sections are read once per row block), the full width when it fits.
+/// Block extents: at most `elements` per contraction leaf's buffer, up to 256 rows (the weight
+/// sections are read once per row block), the full width when it fits.
 template <std::size_t Q>
-void epilogue_block(const index_array<Q>& ext, index_t& rows, index_t& cols) {
-  const index_t budget = std::max<index_t>(1, epilogue_block_elements);
+void block_extents(const index_array<Q>& ext, index_t elements, index_t& rows, index_t& cols) {
+  const index_t budget = std::max<index_t>(1, elements);
   const index_t n = ext[Q - 1];
   const index_t m = Q >= 2 ? ext[0] : 1;
   rows = std::min<index_t>({m, 256, std::max<index_t>(1, budget / 64)});
@@ -237,12 +230,14 @@ void epilogue_block(const index_array<Q>& ext, index_t& rows, index_t& cols) {
 
 }  // namespace detail
 
-/// The blocked pass: outs (one shape, rank Q) = exprs, block by block.
-template <class Mode, std::size_t Q, class... T, class... E>
-void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
-                         streaming_stores streaming) {
+/// The blocked pass: outs (one shape, rank Q) = exprs, block by block. outer: the executor
+/// context of the eval (see epilogue_context).
+template <std::size_t Q, class Outer, class... T, class... E>
+void run_epilogue_blocks(Outer& outer, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs,
+                         const std::tuple<E...>& exprs, streaming_stores streaming) {
+  using Mode = typename Outer::math_mode;
   const index_array<Q> ext = std::get<0>(outs).shape().array();
-  epilogue_context<Mode, Q> ctx;
+  epilogue_context<Outer, Q> ctx(outer);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (([&] {
        const auto& o = std::get<I>(outs);
@@ -253,7 +248,7 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
      ...);
   }(std::index_sequence_for<T...>{});
   index_t rb = 1, cb = 1;
-  detail::epilogue_block(ext, rb, cb);
+  detail::block_extents(ext, outer.epilogue_block_elements, rb, cb);
   const index_t rows = Q >= 2 ? ext[0] : 1;
   // Earlier blocks write while later ones read: an input of the elementwise part that shares
   // memory with an output other than element for element (the rule of a single pass, applied
@@ -267,19 +262,17 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
     ctx.probing = false;
     for (std::size_t o = 0; o < layout.through_temp.size(); ++o) hazard = hazard || layout.through_temp[o];
   }
-  ++epilogue_stats.passes;
+  ++outer.stats.passes;
   if (hazard) {
-    ++epilogue_stats.through_temporaries;
+    ++outer.stats.through_temporaries;
     // Through temporaries, copied into the real outputs at the end.
     std::tuple<tensor<std::remove_cv_t<T>, static_cast<int>(Q)>...> temps{
         tensor<std::remove_cv_t<T>, static_cast<int>(Q)>(dynamic_shape<Q>(ext))...};
     auto tviews =
         std::apply([](auto&... t) { return std::make_tuple(tensor_view<T, static_cast<int>(Q)>(t.view())...); }, temps);
-    run_epilogue_blocks<Mode, Q>(tviews, exprs, streaming);
+    run_epilogue_blocks<Q>(outer, tviews, exprs, streaming);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (run_elementwise<accurate_math_t, Q>(std::make_tuple(std::get<I>(outs)),
-                                           std::make_tuple(std::as_const(std::get<I>(temps)).view()), streaming),
-       ...);
+      (copy_view<Q>(std::get<I>(outs), std::as_const(std::get<I>(temps)).view(), streaming), ...);
     }(std::index_sequence_for<T...>{});
     return;
   }
@@ -304,11 +297,11 @@ void run_epilogue_blocks(std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs
       ctx.block = bext;
       ctx.next = 0;
       ctx.done.clear();
-      ++epilogue_stats.blocks;
+      ++outer.stats.blocks;
       run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
     }
   }
-  epilogue_stats.row_packings += ctx.packed_rows.packings;
+  outer.stats.row_packings += ctx.packed_rows.packings;
 }
 
 }  // namespace fuse::cpu

@@ -17,7 +17,11 @@
 #include <limits>
 #include <vector>
 
-#include "fuse/cpu/eval.hpp"
+#include "fuse/bind/bind.hpp"
+#include "fuse/core/error.hpp"
+#include "fuse/core/tensor.hpp"
+#include "fuse/cpu/pass.hpp"
+#include "fuse/cpu/vector_access.hpp"
 #include "fuse/expr/reduce.hpp"
 
 namespace fuse::cpu {
@@ -179,8 +183,7 @@ void with_safe_output(tensor_view<T, static_cast<int>(Q)> out, bool clash, Body&
   }
   tensor<std::remove_cv_t<T>, static_cast<int>(Q)> tmp(out.shape().array());
   body(tmp.view());
-  run_elementwise<accurate_math_t, Q>(std::make_tuple(out), std::make_tuple(std::as_const(tmp).view()),
-                                      streaming_stores::off);
+  copy_view<Q>(out, std::as_const(tmp).view());
 }
 
 template <class View>
@@ -192,8 +195,10 @@ void byte_range_of(const View& v, const void*& lo, const void*& hi) {
 
 // ---- sum / mean / max / min / prod ---------------------------------------------------------------------------
 
-template <class Mode, class T, std::size_t Q, reduce_kind K, class Child, std::size_t R>
-void run_reduce(tensor_view<T, static_cast<int>(Q)> out, const reduce_expr<K, Child, R>& node) {
+/// out = the reduction node; ctx: the executor context (the nodes inside its input that need a
+/// kernel of their own are materialised by it).
+template <std::size_t Q, class Ctx, class T, reduce_kind K, class Child, std::size_t R>
+void run_reduce(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const reduce_expr<K, Child, R>& node) {
   using A = simd::default_arch;
   using V = std::remove_cv_t<T>;
   using C = compute_t<V>;
@@ -204,7 +209,7 @@ void run_reduce(tensor_view<T, static_cast<int>(Q)> out, const reduce_expr<K, Ch
     throw_shape_error(reduce_name(K), ": output shape ", out.shape().array(), " differs from the result's ",
                       node.shape().array());
 
-  context<Mode> ctx;
+  using Mode = typename Ctx::math_mode;
   const index_array<Rc> ext = node.child.shape().array();
   auto ev = bind::bind<Mode>(node.child, bind::affine_map<Rc, Rc>::identity(), ctx);
   using Ev = decltype(ev);
@@ -401,8 +406,9 @@ void for_each_buffered_row(View out, index_t axis, Ev& ev, std::vector<C>& buf, 
 
 }  // namespace detail
 
-template <class Mode, class T, std::size_t Q, row_op_kind K, class Child>
-void run_softmax(tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, Child>& node) {
+/// out = softmax or log_softmax of the node's input along its axis.
+template <std::size_t Q, class Ctx, class T, row_op_kind K, class Child>
+void run_softmax(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, Child>& node) {
   using A = simd::default_arch;
   using V = std::remove_cv_t<T>;
   using C = compute_t<V>;
@@ -413,7 +419,7 @@ void run_softmax(tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, 
   if (!(out.shape().array() == node.shape().array()))
     throw_shape_error(name, ": output shape ", out.shape().array(), " differs from the input's ", node.shape().array());
   if (product(out.shape().array()) == 0) return;
-  context<Mode> ctx;
+  using Mode = typename Ctx::math_mode;
   auto ev = bind::bind<Mode>(node.child, detail::axis_last_map<Q>(node.axis), ctx);
   const index_t n = out.extent(static_cast<std::size_t>(node.axis));
   std::vector<C> buf;
@@ -480,8 +486,9 @@ void run_softmax(tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, 
   });
 }
 
-template <class Mode, class T, std::size_t Q, class X, class G, class B>
-void run_layer_norm(tensor_view<T, static_cast<int>(Q)> out, const layer_norm_expr<X, G, B>& node) {
+/// out = layer_norm of the node's input along its axis.
+template <std::size_t Q, class Ctx, class T, class X, class G, class B>
+void run_layer_norm(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const layer_norm_expr<X, G, B>& node) {
   using A = simd::default_arch;
   using V = std::remove_cv_t<T>;
   using C = compute_t<V>;
@@ -491,9 +498,9 @@ void run_layer_norm(tensor_view<T, static_cast<int>(Q)> out, const layer_norm_ex
   if (product(out.shape().array()) == 0) return;
   const index_t n = out.extent(static_cast<std::size_t>(node.axis));
   // gamma and beta: small 1-D operands, evaluated once.
-  auto g = materialize(node.gamma);
-  auto b = materialize(node.beta);
-  context<Mode> ctx;
+  auto g = ctx.materialize(node.gamma);
+  auto b = ctx.materialize(node.beta);
+  using Mode = typename Ctx::math_mode;
   auto ev = bind::bind<Mode>(node.x, detail::axis_last_map<Q>(node.axis), ctx);
   const C eps = static_cast<C>(static_cast<float>(node.epsilon));  // Relay makes epsilon a float32 constant
   std::vector<C> buf;

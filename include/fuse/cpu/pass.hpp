@@ -1,0 +1,360 @@
+// The pass driver of the CPU executor: one loop nest over the outputs of one pass.
+//
+//   1. bind: the trees become evaluators over the outputs' coordinates (fuse/bind), with a
+//      context that supplies the leaves the binder cannot make itself (nodes with kernels of
+//      their own, contraction blocks): the pass driver knows no kernel.
+//   2. aliasing: an output that shares memory with a leaf read through the very same
+//      addresses is updated in place (x = f(x)); any other overlap (x = transpose(x)) sends the
+//      results through a temporary first, so the answer is always right.
+//   3. loop shape: when every leaf folded into strides, axes of extent 1 are dropped, the axes
+//      are ordered by the output's strides and merged wherever every operand allows (a
+//      contiguous tree becomes one flat loop; a row plus a broadcast bias stays two).
+//   4. the loop: rows over the outer axes, the inner axis in SIMD vectors (partial vector at
+//      the tail, never a scalar loop), streaming stores for outputs too big for the cache.
+//
+// Layering of fuse/cpu: this file depends on bind/, simd/ and core/ only; the kernels
+// (gemm*.hpp, contract.hpp, reduce.hpp) and the blocked epilogue (epilogue.hpp) sit above it,
+// and eval.hpp, the public entry, on top of all of them. Nothing includes upward: where a lower
+// layer must evaluate a whole subtree (an expression operand of a GEMM, a reduction's gamma),
+// it asks the executor context it was handed (eval.hpp's cpu::context).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "fuse/bind/bind.hpp"
+#include "fuse/core/error.hpp"
+#include "fuse/core/small_vector.hpp"
+#include "fuse/core/tensor.hpp"
+#include "fuse/cpu/options.hpp"
+#include "fuse/cpu/vector_access.hpp"
+#include "fuse/expr/node.hpp"
+
+namespace fuse::cpu {
+
+namespace detail {
+
+/// Loop shape after dropping extent-1 axes, ordering by the first output's strides and merging.
+template <std::size_t Q>
+struct loop_plan {
+  index_array<Q> extent{};  ///< right-aligned; leading unused axes have extent 1
+  index_array<Q> pick{};    ///< old axis walked by each new axis (-1: none)
+};
+
+template <std::size_t Q>
+using stride_list = small_vector<index_array<Q>, 16>;
+
+template <std::size_t Q>
+loop_plan<Q> plan_loops(const index_array<Q>& ext, const stride_list<Q>& strides) {
+  std::size_t dims[Q > 0 ? Q : 1];
+  std::size_t nd = 0;
+  for (std::size_t k = 0; k < Q; ++k)
+    if (ext[k] != 1) dims[nd++] = k;
+  // Outermost first: larger |stride| of the first output; ties keep their order (an insertion
+  // sort: a handful of axes, and no allocation, unlike std::stable_sort).
+  auto mag = [&](std::size_t k) { return strides[0][k] < 0 ? -strides[0][k] : strides[0][k]; };
+  for (std::size_t i = 1; i < nd; ++i)
+    for (std::size_t j = i; j > 0 && mag(dims[j - 1]) < mag(dims[j]); --j) std::swap(dims[j - 1], dims[j]);
+  // Merge from the inside out: outer axis a folds into the group g below it when every operand
+  // steps a by exactly g's extent times g's stride.
+  index_t g_ext[Q > 0 ? Q : 1];
+  std::size_t g_dim[Q > 0 ? Q : 1];
+  std::size_t ng = 0;
+  for (std::size_t i = nd; i-- > 0;) {
+    const std::size_t a = dims[i];
+    if (ng > 0) {
+      const std::size_t b = g_dim[ng - 1];
+      bool merge = true;
+      for (std::size_t i = 0; i < strides.size(); ++i)
+        if (strides[i][a] != strides[i][b] * g_ext[ng - 1]) merge = false;
+      if (merge) {
+        g_ext[ng - 1] *= ext[a];
+        continue;
+      }
+    }
+    g_ext[ng] = ext[a];
+    g_dim[ng] = a;
+    ++ng;
+  }
+  loop_plan<Q> p;
+  for (std::size_t k = 0; k < Q; ++k) p.extent[k] = 1, p.pick[k] = -1;
+  for (std::size_t g = 0; g < ng; ++g) {  // group 0 is innermost
+    p.extent[Q - 1 - g] = g_ext[g];
+    p.pick[Q - 1 - g] = static_cast<index_t>(g_dim[g]);
+  }
+  return p;
+}
+
+template <std::size_t Q>
+index_array<Q> retarget_strides(const index_array<Q>& s, const index_array<Q>& pick) {
+  index_array<Q> r{};
+  for (std::size_t k = 0; k < Q; ++k) r[k] = pick[k] >= 0 ? s[static_cast<std::size_t>(pick[k])] : 0;
+  return r;
+}
+
+/// Do two byte ranges overlap? (An empty range overlaps nothing.)
+inline bool overlaps(const void* alo, const void* ahi, const void* blo, const void* bhi) {
+  return alo != ahi && blo != bhi && alo < bhi && blo < ahi;
+}
+
+template <std::size_t Q>
+struct out_state {
+  void* base;
+  index_array<Q> stride;
+  std::size_t elem_size;
+  const void* lo;
+  const void* hi;
+};
+
+/// What a pass needs to know before its loop, decided from the outputs' and leaves' layouts
+/// alone: which outputs go through a temporary, the loop shape, streaming. Not a template of
+/// the expression (only of the rank), so every tree of a rank shares one instantiation.
+template <std::size_t Q>
+struct pass_plan {
+  small_vector<char, 8> through_temp;
+  bool transform = false;
+  loop_plan<Q> loops;
+};
+
+template <std::size_t Q>
+pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>& outs,
+                       const small_vector<bind::leaf_info, 16>& leaves, bool tree_folded) {
+  pass_plan<Q> plan;
+  const std::size_t n = outs.size();
+  plan.through_temp = small_vector<char, 8>(n, 0);
+  for (std::size_t o = 0; o < n; ++o)
+    bind::detail::byte_range(outs[o].base, ext, outs[o].stride.data(), outs[o].elem_size, outs[o].lo, outs[o].hi);
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + 1; b < n; ++b)
+      if (overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
+        throw memory_error("eval: two outputs of one pass overlap in memory");
+  bool folded = tree_folded;
+  stride_list<Q> strides;
+  for (std::size_t o = 0; o < n; ++o) strides.push_back(outs[o].stride);
+  for (std::size_t l = 0; l < leaves.size(); ++l) {
+    const auto& leaf = leaves[l];
+    folded = folded && leaf.folded;
+    if (leaf.folded) {
+      index_array<Q> st{};
+      for (std::size_t k = 0; k < Q; ++k) st[k] = leaf.stride[k];
+      strides.push_back(st);
+    }
+    // An output may share memory with a leaf only when both walk exactly the same addresses.
+    for (std::size_t o = 0; o < n; ++o) {
+      if (!overlaps(outs[o].lo, outs[o].hi, leaf.lo, leaf.hi)) continue;
+      bool same = leaf.folded && leaf.base == outs[o].base && leaf.elem_size == outs[o].elem_size;
+      for (std::size_t k = 0; same && k < Q; ++k)
+        if (ext[k] != 1 && leaf.stride[k] != outs[o].stride[k]) same = false;
+      if (!same) plan.through_temp[o] = 1;
+    }
+  }
+  plan.transform = folded && Q > 0;
+  if (plan.transform) {
+    // Outputs through a temporary are written contiguously: their strides change.
+    for (std::size_t o = 0; o < n; ++o)
+      if (plan.through_temp[o]) strides[o] = row_major_strides(ext);
+    plan.loops = plan_loops(ext, strides);
+  }
+  return plan;
+}
+
+/// Stores the first n lanes of v at p (stride in elements), streaming full vectors when asked
+/// and p is aligned for it (the row loop aligns the first output; others may not be).
+template <class A, class T, class V>
+FUSE_FORCE_INLINE void store_vec(T* p, index_t stride, const V& v, int n, bool stream) {
+  if (FUSE_LIKELY(stride == 1 && n == simd::width<A>)) {
+    if constexpr (simd::stream_alignment<T, A> != 0) {
+      if (stream && reinterpret_cast<std::uintptr_t>(p) % simd::stream_alignment<T, A> == 0) {
+        simd::stream<T, A>(p, v);
+        return;
+      }
+    }
+    simd::store<T, A>(p, v);
+  } else if (stride == 1) {
+    simd::store_partial<T, A>(p, v, n);
+  } else {
+    simd::store_strided<T, A>(p, stride, v, n);
+  }
+}
+
+/// The inner loop over one row. Every output's vector j is computed before any is stored, so
+/// outputs that alias inputs at identical addresses stay correct. Rows whose leaves are all
+/// contiguous run whole vectors through the fast loads; everything else (strided, broadcast
+/// or gathered leaves, the tail) goes through the general loads, one vector of up to width
+/// lanes per step. With streaming stores a partial first step aligns the first output.
+template <class A, class Outs, class Evs, std::size_t... I>
+FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_t n, bool stream,
+                               std::index_sequence<I...>) {
+  constexpr int W = simd::width<A>;
+  using T0 = std::remove_pointer_t<std::tuple_element_t<0, Outs>>;
+  auto step = [&]<bool Fast>(std::bool_constant<Fast>, index_t j, int m) FUSE_LAMBDA_INLINE {
+    const auto vs = std::make_tuple(
+        vaccess<std::remove_cvref_t<decltype(std::get<I>(evs))>>::template load<A, Fast>(std::get<I>(evs), j, m)...);
+    (store_vec<A>(std::get<I>(rows) + j * ostr[I], ostr[I], std::get<I>(vs), m, stream), ...);
+  };
+  index_t j = 0;
+  if constexpr (simd::stream_alignment<T0, A> != 0) {
+    if (stream && ostr[0] == 1) {
+      const auto mis = reinterpret_cast<std::uintptr_t>(std::get<0>(rows)) % simd::stream_alignment<T0, A>;
+      if (mis % sizeof(T0) != 0) {
+        stream = false;  // an element straddles the alignment: plain stores
+      } else if (mis) {
+        j = std::min<index_t>(n, static_cast<index_t>((simd::stream_alignment<T0, A> - mis) / sizeof(T0)));
+        step(std::false_type{}, 0, static_cast<int>(j));
+      }
+    }
+  } else {
+    stream = false;
+  }
+  if ((std::get<I>(evs).contiguous_row() && ...))
+    for (; j + W <= n; j += W) step(std::true_type{}, j, W);
+  for (; j < n; j += W) step(std::false_type{}, j, static_cast<int>(std::min<index_t>(W, n - j)));
+}
+
+/// m moved by `origin` in the iteration space: node coordinates of iteration point x + origin.
+template <std::size_t Q, std::size_t R>
+bind::affine_map<Q, R> translated(bind::affine_map<Q, R> m, const index_array<Q>& origin) {
+  for (std::size_t d = 0; d < R; ++d)
+    if (m.src[d] >= 0) m.offset[d] += m.scale[d] * origin[static_cast<std::size_t>(m.src[d])];
+  return m;
+}
+
+/// The evaluators of exprs over the block of the full iteration space `full` at `origin`.
+template <class Mode, std::size_t Q, class Ctx, class... E>
+auto bind_pass(Ctx& ctx, const std::tuple<E...>& exprs, const index_array<Q>& full, const index_array<Q>& origin) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple(bind::bind<Mode>(
+        std::get<I>(exprs),
+        translated(bind::affine_map<Q, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
+                       std::get<I>(exprs).shape().array(), full),
+                   origin),
+        ctx)...);
+  }(std::index_sequence_for<E...>{});
+}
+
+/// Aliasing and loop shape of a pass over outs (extents ext) with evaluators evs: plan_pass's
+/// decision, which is shared by every tree of rank Q.
+template <std::size_t Q, class... T, class Evs>
+pass_plan<Q> plan_for(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& outs, const Evs& evs,
+                      const index_array<Q>& ext) {
+  small_vector<out_state<Q>, 8> os;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (os.push_back(out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}),
+     ...);
+  }(std::index_sequence_for<T...>{});
+  small_vector<bind::leaf_info, 16> leaves;
+  std::apply(
+      [&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); },
+      evs);
+  // Concatenations and takes keep the iteration space as it is, even over folded leaves.
+  const bool tree_folded = std::apply([](const auto&... ev) { return (ev.all_folded() && ...); }, evs);
+  return plan_pass(ext, os, leaves, tree_folded);
+}
+
+/// A bind context for trees whose leaves are all tensors and views (copies): there is nothing
+/// to materialise.
+struct leaves_only_context {
+  template <class N>
+  auto materialize(const N&) {
+    static_assert(sizeof(N) == 0, "fuse: leaves_only_context is for trees without nodes that need a kernel");
+    return 0;
+  }
+};
+
+}  // namespace detail
+
+template <class Mode, std::size_t Q, class Ctx, class... T, class... E>
+void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
+              streaming_stores streaming, const index_array<Q>& full, const index_array<Q>& origin);
+
+/// dst = src, element for element (one shape, no overlap): how results that went through a
+/// temporary reach their real outputs.
+template <std::size_t Q, class T, class S>
+void copy_view(tensor_view<T, static_cast<int>(Q)> dst, tensor_view<S, static_cast<int>(Q)> src,
+               streaming_stores streaming = streaming_stores::off) {
+  const index_array<Q> ext = dst.shape().array();
+  if (product(ext) == 0) return;
+  detail::leaves_only_context ctx;
+  run_pass<accurate_math_t, Q>(ctx, std::make_tuple(dst), std::make_tuple(src), streaming, ext, index_array<Q>{});
+}
+
+/// One pass of the loop nest over outs, which are the block of the full iteration space `full`
+/// that starts at `origin` (the whole of it, at 0, except in a blocked epilogue).
+template <class Mode, std::size_t Q, class Ctx, class... T, class... E>
+void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
+              streaming_stores streaming, const index_array<Q>& full, const index_array<Q>& origin) {
+  using A = simd::default_arch;
+  constexpr std::size_t N = sizeof...(T);
+  const index_array<Q> ext = std::get<0>(outs).shape().array();
+  auto evs = detail::bind_pass<Mode, Q>(ctx, exprs, full, origin);
+  const auto plan = detail::plan_for<Q>(outs, evs, ext);
+
+  // Outputs that must not be written while their inputs are read go through a temporary.
+  std::tuple<std::optional<tensor<std::remove_cv_t<T>, static_cast<int>(Q)>>...> temps;
+  auto targets = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::make_tuple([&]() -> tensor_view<T, static_cast<int>(Q)> {
+      if (!plan.through_temp[I]) return std::get<I>(outs);
+      std::get<I>(temps).emplace(ext);
+      return std::get<I>(temps)->view();
+    }()...);
+  }(std::index_sequence_for<T...>{});
+
+  index_array<Q> oext = ext;
+  index_array<Q> ostr[N > 0 ? N : 1];
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((ostr[I] = std::get<I>(targets).strides()), ...);
+  }(std::index_sequence_for<T...>{});
+  if (plan.transform) {
+    oext = plan.loops.extent;
+    for (auto& st : ostr) st = detail::retarget_strides(st, plan.loops.pick);
+    std::apply([&](auto&... ev) { (ev.retarget(plan.loops.pick), ...); }, evs);
+  }
+
+  // --- the loop -----------------------------------------------------------------------------------------
+  std::size_t out_bytes = 0;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((out_bytes += sizeof(T) * static_cast<std::size_t>(product(ext))), ...);
+  }(std::index_sequence_for<T...>{});
+  const bool stream = streaming == streaming_stores::on ||
+                      (streaming == streaming_stores::automatic && out_bytes >= streaming_threshold_bytes);
+  if constexpr (Q == 0) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((*std::get<I>(targets).data() = to_storage<std::remove_cv_t<T>>(std::get<I>(evs).at(nullptr))), ...);
+    }(std::index_sequence_for<T...>{});
+  } else {
+    const index_t n = oext[Q - 1];
+    index_t rows = 1;
+    for (std::size_t k = 0; k + 1 < Q; ++k) rows *= oext[k];
+    index_array<Q> x{};
+    index_t inner_stride[N > 0 ? N : 1];
+    for (std::size_t o = 0; o < N; ++o) inner_stride[o] = ostr[o][Q - 1];
+    for (index_t r = 0; r < rows; ++r) {
+      std::apply([&](auto&... ev) { (ev.row(x.data()), ...); }, evs);
+      auto row_ptrs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple([&] {
+          index_t off = 0;
+          for (std::size_t k = 0; k + 1 < Q; ++k) off += x[k] * ostr[I][k];
+          return std::get<I>(targets).data() + off;
+        }()...);
+      }(std::index_sequence_for<T...>{});
+      detail::run_row<A>(row_ptrs, inner_stride, evs, n, stream, std::index_sequence_for<T...>{});
+      for (std::size_t k = Q - 1; k-- > 0;) {  // odometer over the outer axes
+        if (++x[k] < oext[k]) break;
+        x[k] = 0;
+      }
+    }
+    if (stream) simd::stream_fence();
+  }
+
+  // --- temporaries back into the real outputs ---------------------------------------------------------------
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((plan.through_temp[I] ? copy_view<Q>(std::get<I>(outs), std::as_const(*std::get<I>(temps)).view()) : (void)0),
+     ...);
+  }(std::index_sequence_for<T...>{});
+}
+
+}  // namespace fuse::cpu
