@@ -1,10 +1,22 @@
-// Evaluators: an expression tree bound to an iteration space of rank Q. Each node of the tree
-// becomes an evaluator that can produce its compute value
-//   at(x)      at full iteration coordinates x (the general path), and
-//   get(j)     at element j of the current row, after row(x) fixed the outer coordinates.
+// Evaluators: an expression tree bound to an iteration space of rank Q. Each node kind has ONE
+// evaluator here, which produces its compute value
+//   at(x)          at full iteration coordinates x (the general path),
+//   get(j)         at element j of the current row, after row(x) fixed the outer coordinates
+//                  (one lane: Eigen's coeff), and
+//   load<L>(j, n)  at elements j .. j+n-1 of the row as one vector of the lane family L
+//                  (Eigen's packet; n <= L::width, lanes past n unspecified). load<L, true> is
+//                  the fast form for rows where every leaf is contiguous (contiguous_row()).
+// A lane family is the executor's vocabulary of vectors (the CPU's: cpu::simd_lanes<A> in
+// fuse/cpu/vector_access.hpp): vec<C>, width, load / load_partial / load_strided of a dtype,
+// splat, from_array (lanes gathered one by one), map<Mode, T>(op, v...) and cast<To, From>(v).
+// This file names none of them, so it stays free of any executor's headers; each node kind's
+// vector access is decided here, beside its scalar one.
+//
 // Leaves hold a data pointer and strides over the iteration space (or, when their index map
-// could not fold into strides, the map itself). Executors read leaves' row pointers and inner
-// strides to load whole vectors; see fuse/cpu/vector_access.hpp.
+// could not fold into strides, the map itself): they load contiguous memory when their inner
+// stride is 1, splat when it is 0 and gather otherwise; elementwise nodes apply their op to
+// their children's vectors; nodes without a vector form of their own (take; unfoldable leaves
+// and concatenations whose child changes inside the vector) gather their lanes through get.
 //
 // Device-ready scalar paths (FUSE_HD); nothing here allocates except materialised reductions.
 #pragma once
@@ -32,6 +44,16 @@ struct leaf_info {
   const index_t* stride = nullptr;  ///< Q strides in elements when folded
   std::size_t elem_size = 0;
 };
+
+/// n lanes of ev from element j by its scalar get, as one vector of lane family L: the vector
+/// form of nodes that have no other.
+template <class L, class Ev>
+typename L::template vec<typename Ev::compute_type> load_by_lanes(const Ev& ev, index_t j, int n) {
+  using C = typename Ev::compute_type;
+  C lanes_[L::width] = {};
+  for (int i = 0; i < n; ++i) lanes_[i] = ev.get(j + i);
+  return L::template from_array<C>(lanes_);
+}
 
 namespace detail {
 /// Byte range [lo, hi) touched by strides over extents from base (elements of size es).
@@ -276,6 +298,13 @@ struct leaf_eval {
     ensure_run(j);
     return to_compute<value_type>(run_ptr[(j - run_begin) * run_stride]);
   }
+  template <class L, bool Fast = false>
+  FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t j, int n) const {
+    if constexpr (Fast) return L::template load<value_type>(row_ptr + j);
+    if (FUSE_LIKELY(all_folded() && inner == 1 && n == L::width)) return L::template load<value_type>(row_ptr + j);
+    if (!all_folded()) return load_general<L>(j, n);
+    return load_strided<L>(row_ptr + j * inner, inner, n);
+  }
   bool all_folded() const { return !may_be_general || folded; }
   /// Does the current row read contiguous memory (the executor's fastest loop)?
   FUSE_HD bool contiguous_row() const { return all_folded() && inner == 1; }
@@ -299,6 +328,21 @@ struct leaf_eval {
     index_array<Q> s{};
     for (std::size_t k = 0; k < Q; ++k) s[k] = pick[k] >= 0 ? stride[static_cast<std::size_t>(pick[k])] : 0;
     stride = s;
+  }
+
+ private:
+  template <class L>
+  static typename L::template vec<compute_type> load_strided(const T* p, index_t step, int n) {
+    if (step == 1) return n == L::width ? L::template load<value_type>(p) : L::template load_partial<value_type>(p, n);
+    if (step == 0) return L::template splat<compute_type>(to_compute<value_type>(*p));
+    return L::template load_strided<value_type>(p, step, n);
+  }
+  /// A leaf whose map did not fold: whole vectors while they fit in the current run.
+  template <class L>
+  typename L::template vec<compute_type> load_general(index_t j, int n) const {
+    ensure_run(j);
+    if (j + n <= run_end) return load_strided<L>(run_ptr + (j - run_begin) * run_stride, run_stride, n);
+    return load_by_lanes<L>(*this, j, n);
   }
 };
 
@@ -337,6 +381,10 @@ struct scalar_eval {
   FUSE_HD compute_type at(const index_t*) const { return value; }
   FUSE_HD void row(const index_t*) {}
   FUSE_HD compute_type get(index_t) const { return value; }
+  template <class L, bool Fast = false>
+  FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t, int) const {
+    return L::template splat<compute_type>(value);
+  }
   bool all_folded() const { return true; }
   FUSE_HD bool contiguous_row() const { return true; }
   template <class F>
@@ -371,6 +419,20 @@ struct map_eval {
   }
   FUSE_HD compute_type get(index_t j) const {
     return eval_with([&](const auto& c) FUSE_LAMBDA_INLINE { return c.get(j); });
+  }
+  /// The op over its children's vectors: the lane family's vector form of the op, or its scalar
+  /// form lane by lane where the op has none for these lanes (L::map decides).
+  template <class L, bool Fast = false>
+  FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t j, int n) const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE ->
+           typename L::template vec<compute_type> {
+             if constexpr (ops::is_cast<Op>) {
+               using From = typename std::tuple_element_t<0, std::tuple<Ch...>>::value_type;
+               return L::template cast<typename Op::to, From>(fuse::get<0>(ch).template load<L, Fast>(j, n));
+             } else {
+               return L::template map<Mode, T>(op, fuse::get<I>(ch).template load<L, Fast>(j, n)...);
+             }
+           }(std::index_sequence_for<Ch...>{});
   }
   bool all_folded() const {
     return [&]<std::size_t... I>(std::index_sequence<I...>)
@@ -456,6 +518,20 @@ struct concat_eval {
   FUSE_HD compute_type get(index_t j) const {
     return dispatch(child_at(j), [&](const auto& c) FUSE_LAMBDA_INLINE { return c.get(j); });
   }
+  /// The child's vector when the whole vector lies in one child, else lane by lane.
+  template <class L, bool Fast = false>
+  typename L::template vec<compute_type> load(index_t j, int n) const {
+    const int first = child_at(j);
+    // Along the row the concatenated axis moves monotonically under an affine map, so equal
+    // children at both ends mean one child throughout; under a reshape it may not.
+    if (row_child < 0 && (!is_affine_map<Map>::value || child_at(j + n - 1) != first))
+      return load_by_lanes<L>(*this, j, n);
+    typename L::template vec<compute_type> r{};
+    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE {
+      ((static_cast<int>(I) == first ? (void)(r = fuse::get<I>(ch).template load<L>(j, n)) : (void)0), ...);
+    }(std::index_sequence_for<Ch...>{});
+    return r;
+  }
   bool all_folded() const { return false; }  // keeps the iteration space as it is
   FUSE_HD bool contiguous_row() const { return false; }
   template <class F>
@@ -511,6 +587,11 @@ struct take_eval {
     index_array<Q> x = row_x;
     x[Q - 1] = j;
     return read(x.data(), static_cast<index_t>(idx.get(j)));
+  }
+  /// A gather through the data's own coordinates: lane by lane.
+  template <class L, bool Fast = false>
+  typename L::template vec<compute_type> load(index_t j, int n) const {
+    return load_by_lanes<L>(*this, j, n);
   }
   bool all_folded() const { return false; }
   FUSE_HD bool contiguous_row() const { return false; }

@@ -192,8 +192,7 @@ FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_
   constexpr int W = simd::width<A>;
   using T0 = std::remove_pointer_t<std::tuple_element_t<0, Outs>>;
   auto step = [&]<bool Fast>(std::bool_constant<Fast>, index_t j, int m) FUSE_LAMBDA_INLINE {
-    const auto vs = std::make_tuple(
-        vaccess<std::remove_cvref_t<decltype(std::get<I>(evs))>>::template load<A, Fast>(std::get<I>(evs), j, m)...);
+    const auto vs = std::make_tuple(std::get<I>(evs).template load<simd_lanes<A>, Fast>(j, m)...);
     (store_vec<A>(std::get<I>(rows) + j * ostr[I], ostr[I], std::get<I>(vs), m, stream), ...);
   };
   index_t j = 0;

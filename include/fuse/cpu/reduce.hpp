@@ -212,7 +212,6 @@ void run_reduce(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const reduce_
   using Mode = typename Ctx::math_mode;
   const index_array<Rc> ext = node.child.shape().array();
   auto ev = bind::bind<Mode>(node.child, bind::affine_map<Rc, Rc>::identity(), ctx);
-  using Ev = decltype(ev);
   using Acc = detail::accumulator<K, C, A>;
   const void *olo, *ohi;
   detail::byte_range_of(out, olo, ohi);
@@ -266,7 +265,7 @@ void run_reduce(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const reduce_
                   ev.row(x.data());
                   for (index_t j = 0; j < n; j += W) {
                     const int m = static_cast<int>(std::min<index_t>(W, n - j));
-                    acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
+                    acc.add_n(ev.template load<simd_lanes<A>>(j, m), m);
                   }
                 });
               }
@@ -282,7 +281,7 @@ void run_reduce(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const reduce_
                 Acc acc;
                 detail::for_each_index(x, ext, red, [&] {
                   ev.row(x.data());
-                  acc.add_n(vaccess<Ev>::template load<A>(ev, j, m), m);
+                  acc.add_n(ev.template load<simd_lanes<A>>(j, m), m);
                 });
                 if (count == 0) {
                   for (std::size_t d = 0; d < Rc; ++d)
@@ -362,7 +361,7 @@ void row_to_buffer(const Ev& ev, index_t n, C* buf) {
   // buf has room for a whole vector past n: the tail is stored whole, its extra lanes unused.
   for (index_t j = 0; j < n; j += W)
     simd::lane_io<C, A>::store(buf + j,
-                               vaccess<Ev>::template load<A>(ev, j, static_cast<int>(std::min<index_t>(W, n - j))));
+                               ev.template load<simd_lanes<A>>(j, static_cast<int>(std::min<index_t>(W, n - j))));
 }
 
 /// Writes n compute values from buf to an output row of dtype T with stride s.

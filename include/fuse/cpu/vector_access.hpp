@@ -1,14 +1,12 @@
-// Whole-vector evaluation of an evaluator tree on the CPU: `vaccess<Ev>::load<A>(ev, j, n)`
-// gives elements j .. j+n-1 of the current row as one vector (n <= width; lanes past n are
-// unspecified); each leaf picks its access (contiguous, splat, gather, partial, per lane).
-// `load<A, true>(ev, j, width)` is the fast form for rows where every leaf is contiguous
-// (ev.contiguous_row()): plain vector loads, no test at all. The executor instantiates these
-// two forms only, so a tree's code appears twice per evaluation, not once per case.
-//
-// Leaves load contiguous memory when their inner stride is 1, splat when it is 0 and gather
-// otherwise; elementwise nodes apply their op to their children's vectors (lane by lane, with
-// the op's scalar form, when the op has no vector form for those lanes); nodes without a vector
-// form of their own fall back to `get` per lane.
+// The CPU's lane family: how the evaluators of fuse/bind/evaluators.hpp load whole SIMD vectors
+// on the CPU. `ev.load<cpu::simd_lanes<A>>(j, n)` gives elements j .. j+n-1 of the current row
+// as one xsimd vector of architecture A (n <= width; lanes past n unspecified); each node kind
+// decides its own access in its evaluator, and this file only supplies the vocabulary: vectors
+// per compute type, loads of every storage dtype (contiguous, partial, strided), splats, lanes
+// gathered one by one, an op applied to vectors (its vector form for these lanes, else its scalar
+// form lane by lane) and casts. The executor instantiates two forms of a tree, load<L, true>
+// (rows whose leaves are all contiguous: plain vector loads, no test at all) and load<L>, so a
+// tree's code appears twice per evaluation, not once per case.
 #pragma once
 
 #include <type_traits>
@@ -20,12 +18,6 @@
 #include "fuse/simd/vec.hpp"
 
 namespace fuse::cpu {
-
-template <class Ev>
-struct vaccess;
-
-template <class Ev, class A>
-using vec_of = simd::vec<typename Ev::compute_type, A>;
 
 /// Applies op to vectors: its vector form when it has one for these lanes, else its scalar form
 /// lane by lane.
@@ -39,112 +31,42 @@ FUSE_FORCE_INLINE auto invoke(const Op& op, const V&... v) {
   }
 }
 
-/// Evaluates lanes one by one through `get`: for nodes with no vector form (take, unfoldable
-/// leaves, concatenations whose children change inside the vector).
-template <class A, class Ev>
-vec_of<Ev, A> load_by_lanes(const Ev& ev, index_t j, int n) {
-  using C = typename Ev::compute_type;
-  C lanes_[simd::width<A>] = {};
-  for (int i = 0; i < n; ++i) lanes_[i] = ev.get(j + i);
-  return simd::lane_io<C, A>::load(lanes_);
-}
+/// The lane family of the CPU executor on xsimd architecture A (see fuse/bind/evaluators.hpp
+/// for what a lane family provides).
+template <class A>
+struct simd_lanes {
+  template <class C>
+  using vec = simd::vec<C, A>;
+  static constexpr int width = simd::width<A>;
 
-template <class Ev>
-struct vaccess {
-  template <class A, bool Fast = false>
-  static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
-    return load_by_lanes<A>(ev, j, n);
+  template <class S>
+  static FUSE_FORCE_INLINE vec<compute_t<S>> load(const S* p) {
+    return simd::load<S, A>(p);
   }
-};
-
-template <class T, std::size_t Q, class Map>
-struct vaccess<bind::leaf_eval<T, Q, Map>> {
-  using Ev = bind::leaf_eval<T, Q, Map>;
-  using S = std::remove_cv_t<T>;
-  template <class A, bool Fast = false>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
-    if constexpr (Fast) return simd::load<S, A>(ev.row_ptr + j);
-    if (FUSE_LIKELY(ev.all_folded() && ev.inner == 1 && n == simd::width<A>)) return simd::load<S, A>(ev.row_ptr + j);
-    return other<A>(ev, j, n);
+  template <class S>
+  static FUSE_FORCE_INLINE vec<compute_t<S>> load_partial(const S* p, int n) {
+    return simd::load_partial<S, A>(p, n);
   }
-
- private:
-  template <class A>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> other(const Ev& ev, index_t j, int n) {
-    if (!ev.all_folded()) return general<A>(ev, j, n);
-    return strided<A>(ev.row_ptr + j * ev.inner, ev.inner, n);
-  }
-  template <class A>
-  static vec_of<Ev, A> strided(const T* p, index_t stride, int n) {
-    using L = lanes<vec_of<Ev, A>>;
-    if (stride == 1) return n == simd::width<A> ? simd::load<S, A>(p) : simd::load_partial<S, A>(p, n);
-    if (stride == 0) return L::splat(to_compute<S>(*p));
+  template <class S>
+  static FUSE_FORCE_INLINE vec<compute_t<S>> load_strided(const S* p, index_t stride, int n) {
     return simd::load_strided<S, A>(p, stride, n);
   }
-  /// A leaf whose map did not fold: whole vectors while they fit in the current run.
-  template <class A>
-  static vec_of<Ev, A> general(const Ev& ev, index_t j, int n) {
-    ev.ensure_run(j);
-    if (j + n <= ev.run_end) return strided<A>(ev.run_ptr + (j - ev.run_begin) * ev.run_stride, ev.run_stride, n);
-    return load_by_lanes<A>(ev, j, n);
+  template <class C>
+  static FUSE_FORCE_INLINE vec<C> splat(C x) {
+    return lanes<vec<C>>::splat(x);
   }
-};
-
-template <class T, std::size_t Q, class Map, auto E>
-struct vaccess<bind::owned_leaf_eval<T, Q, Map, E>> : vaccess<bind::leaf_eval<T, Q, Map>> {};
-
-template <class T, std::size_t Q>
-struct vaccess<bind::scalar_eval<T, Q>> {
-  using Ev = bind::scalar_eval<T, Q>;
-  template <class A, bool Fast = false>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t, int) {
-    return lanes<vec_of<Ev, A>>::splat(ev.value);
+  template <class C>
+  static FUSE_FORCE_INLINE vec<C> from_array(const C* lanes_) {
+    return simd::lane_io<C, A>::load(lanes_);
   }
-};
-
-template <class Mode, class Op, class T, class... Ch>
-struct vaccess<bind::map_eval<Mode, Op, T, Ch...>> {
-  using Ev = bind::map_eval<Mode, Op, T, Ch...>;
-  template <class A, bool Fast = false>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
-    return apply<A>(ev, [&](const auto& c) FUSE_LAMBDA_INLINE {
-      return vaccess<std::remove_cvref_t<decltype(c)>>::template load<A, Fast>(c, j, n);
-    });
+  /// op over vectors, brought to the values of dtype T (canonical).
+  template <class Mode, class T, class Op, class... V>
+  static FUSE_FORCE_INLINE vec<compute_t<T>> map(const Op& op, const V&... v) {
+    return simd::canonical<T, A>(invoke<Mode, A>(op, v...));
   }
-
- private:
-  template <class A, class F>
-  FUSE_FORCE_INLINE static vec_of<Ev, A> apply(const Ev& ev, F&& child_vec) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE -> vec_of<Ev, A> {
-      if constexpr (ops::is_cast<Op>) {
-        using From = typename std::tuple_element_t<0, std::tuple<Ch...>>::value_type;
-        return simd::convert<typename Op::to, From, A>(child_vec(fuse::get<0>(ev.ch)));
-      } else {
-        return simd::canonical<T, A>(invoke<Mode, A>(ev.op, child_vec(fuse::get<I>(ev.ch))...));
-      }
-    }(std::index_sequence_for<Ch...>{});
-  }
-};
-
-template <class T, std::size_t Q, class Map, class... Ch>
-struct vaccess<bind::concat_eval<T, Q, Map, Ch...>> {
-  using Ev = bind::concat_eval<T, Q, Map, Ch...>;
-  template <class A, bool Fast = false>
-  static vec_of<Ev, A> load(const Ev& ev, index_t j, int n) {
-    const int first = ev.child_at(j);
-    // Along the row the concatenated axis moves monotonically under an affine map, so equal
-    // children at both ends mean one child throughout; under a reshape it may not.
-    if (ev.row_child < 0 && (!bind::is_affine_map<Map>::value || ev.child_at(j + n - 1) != first))
-      return load_by_lanes<A>(ev, j, n);
-    vec_of<Ev, A> r{};
-    [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE {
-      ((static_cast<int>(I) == first
-            ? (void)(r = vaccess<std::remove_cvref_t<decltype(fuse::get<I>(ev.ch))>>::template load<A>(
-                         fuse::get<I>(ev.ch), j, n))
-            : (void)0),
-       ...);
-    }(std::index_sequence_for<Ch...>{});
-    return r;
+  template <class To, class From, class V>
+  static FUSE_FORCE_INLINE vec<compute_t<To>> cast(const V& v) {
+    return simd::convert<To, From, A>(v);
   }
 };
 
