@@ -284,26 +284,27 @@ ref_t<Out> contract_at(const contract_expr<K, A, B, Out, R>& e, const index_t* x
 template <class E>
 ref_t<typename E::value_type> at(const E& e, const index_t* x) {
   using T = typename E::value_type;
-  if constexpr (is_tensor_view<E>::value) {
+  constexpr node_kind K = kind_of<E>;  // one branch per node kind (fuse/expr/node.hpp)
+  if constexpr (K == node_kind::leaf) {
     index_t o = 0;
     for (std::size_t d = 0; d < E::rank; ++d) o += x[d] * e.stride(d);
     return ref_value<T>(e.data()[o]);
-  } else if constexpr (is_scalar_expr<E>::value) {
+  } else if constexpr (K == node_kind::constant) {
     return ref_value<T>(e.value);
-  } else if constexpr (requires { typename E::op_type; }) {
+  } else if constexpr (K == node_kind::elementwise) {
     return map_at(e, x);
-  } else if constexpr (is_affine_view<E>::value) {
+  } else if constexpr (K == node_kind::affine_view) {
     using C = typename E::child_type;
     index_t y[C::rank > 0 ? C::rank : 1];
     for (std::size_t d = 0; d < C::rank; ++d)
       y[d] = e.map.offset[d] + (e.map.src[d] >= 0 ? e.map.scale[d] * x[e.map.src[d]] : 0);
     return at(e.child, y);
-  } else if constexpr (is_reshape_view<E>::value) {
+  } else if constexpr (K == node_kind::reshape_view) {
     using C = typename E::child_type;
     index_t y[C::rank > 0 ? C::rank : 1];
     delinear(e.child.shape().array(), linear(e.shape().array(), x), y);
     return at(e.child, y);
-  } else if constexpr (is_concat_expr<E>::value) {
+  } else if constexpr (K == node_kind::concatenate) {
     const auto a = static_cast<std::size_t>(e.axis);
     ref_t<T> r{};
     bool done = false;
@@ -316,10 +317,10 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
         r = at(c, y);
         done = true;
       };
-      (try_child(fuse::get<I>(e.children), e.offsets[I], e.offsets[I + 1]), ...);
+      (try_child(fuse::get<I>(e.parts), e.offsets[I], e.offsets[I + 1]), ...);
     }(std::make_index_sequence<E::count>{});
     return r;
-  } else if constexpr (is_take_expr<E>::value) {
+  } else if constexpr (K == node_kind::take) {
     using D = decltype(e.data);
     using I = decltype(e.indices);
     const auto a = static_cast<std::size_t>(e.axis);
@@ -334,13 +335,13 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
     y[a] = i;
     for (std::size_t d = a + 1; d < D::rank; ++d) y[d] = x[d - 1 + I::rank];
     return at(e.data, y);
-  } else if constexpr (is_contract_expr<E>::value) {
+  } else if constexpr (K == node_kind::contraction) {
     return contract_at(e, x);
-  } else if constexpr (requires { typename E::packed_weight_tag; }) {
+  } else if constexpr (K == node_kind::packed_weights) {
     return ref_value<T>(e.element(x[0], x[1]));
-  } else if constexpr (requires { e.reduced; }) {
+  } else if constexpr (K == node_kind::reduction) {
     return reduce_at(e, x);
-  } else if constexpr (requires { e.gamma; }) {
+  } else if constexpr (K == node_kind::layer_norm) {
     const auto v = row_values(e.x, x, e.axis);
     double mean = 0, var = 0;
     for (double t : v) mean += t;
@@ -355,7 +356,7 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
     if (e.center) y += static_cast<double>(at(e.beta, g));
     return round_to<T>(y);
   } else {
-    // softmax / log_softmax
+    static_assert(K == node_kind::softmax, "fuse::reference: a node kind without a reference");
     const auto v = row_values(e.child, x, e.axis);
     double m = -std::numeric_limits<double>::infinity();
     bool nan = false;

@@ -3,6 +3,7 @@
 // and their error messages.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 
 #include "support/check.hpp"
@@ -262,4 +263,102 @@ TEST_CASE("reshapes that cannot fold: runs, carries and every step of the linear
   auto r = strided_slice(t, {4, 5, 6, 6}, {-6, -7, -8, -8}, {-1, -1, -1, -1});
   check(reshape(r, {30, 49}) * 1.0f, 0, "reversed");
   check(reshape(strided_slice(t, {0, 0, 0, 1}, {5, 6, 7, 7}, {1, 2, 1, 2}), {-1}) * 1.0f, 0, "strided then flattened");
+}
+
+// ---- the node protocol -----------------------------------------------------------------------------
+
+namespace {
+
+/// The tree n with every leaf replaced by f(leaf), rebuilt through the protocol alone.
+template <class N, class F>
+auto map_leaves(const N& n, F&& f) {
+  if constexpr (child_count<N> == 0) {
+    return f(n);
+  } else {
+    const auto ch = children(n);
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return with_children(n, map_leaves(fuse::get<I>(ch), f)...);
+    }(std::make_index_sequence<child_count<N>>{});
+  }
+}
+
+/// A leaf mapper for map_leaves: leaves that view all of `from` as it is (read-only views, or
+/// the writable views that reshapes keep) become the same views of `to`; others stay.
+bool same_view(const auto& leaf, const tensor<float, 2>& t) {
+  return leaf.data() == t.data() && leaf.shape().array() == t.view().shape().array() &&
+         leaf.strides() == t.view().strides();
+}
+auto replacing(tensor<float, 2>& from, tensor<float, 2>& to) {
+  return [&from, &to](const auto& leaf) {
+    using L = std::remove_cvref_t<decltype(leaf)>;
+    if constexpr (std::is_same_v<L, decltype(std::as_const(from).view())>)
+      return same_view(leaf, from) ? std::as_const(to).view() : leaf;
+    else if constexpr (std::is_same_v<L, decltype(from.view())>) return leaf.data() == from.data() ? to.view() : leaf;
+    else return leaf;
+  };
+}
+
+/// How many nodes of each kind the tree of n holds, by the generic walk.
+template <class N>
+void count_kinds(const N& n, std::map<node_kind, int>& counts) {
+  ++counts[kind_of<N>];
+  for_each_child(n, [&](const auto& c) { count_kinds(c, counts); });
+}
+
+}  // namespace
+
+TEST_CASE("the node protocol: kinds, children, and trees rebuilt over other leaves") {
+  auto a = test::random_tensor({5, 7}, 11, -1, 1);
+  auto b = test::random_tensor({7}, 12, -1, 1);
+  auto c = test::random_tensor({5, 7}, 13, -1, 1);
+  auto w = test::random_tensor({3, 7}, 14, -1, 1);
+  auto w2 = test::random_tensor({3, 7}, 15, -1, 1);
+  auto g = test::random_tensor({3}, 17, -1, 1);
+  auto idx = tensor<std::int32_t, 1>({2});
+  idx.data()[0] = 4, idx.data()[1] = 0;
+  const auto swap_a = replacing(a, c);
+  const auto swap_w = replacing(w, w2);
+
+  auto bt = test::random_tensor({5}, 18, -1, 1);
+  const auto e = transpose(exp(a)) * 2.0f + bt;
+  std::map<node_kind, int> counts;
+  count_kinds(e, counts);
+  CHECK(counts[node_kind::elementwise] == 3);
+  CHECK(counts[node_kind::affine_view] == 1);
+  CHECK(counts[node_kind::leaf] == 2);
+  CHECK(counts[node_kind::constant] == 1);
+  CHECK(child_count<decltype(e)> == 2);
+  // The same tree over c instead of a: every node rebuilt with its own parameters.
+  const auto e_c = map_leaves(e, swap_a);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(e_c)>, std::remove_cvref_t<decltype(e)>>);
+  expect_matches(materialize(e_c), reference(transpose(exp(c)) * 2.0f + bt), {0, 1e-6}, 2, "rebuilt over c");
+
+  // The other kinds: reshape, concatenate, take, layer norm, contraction, softmax, reduction.
+  const auto t = take(concatenate(std::make_tuple(reshape<7, 5>(a), reshape<7, 5>(b * a)), 0), idx, 0);
+  count_kinds(t, counts = {});
+  CHECK(counts[node_kind::take] == 1);
+  CHECK(counts[node_kind::concatenate] == 1);
+  CHECK(counts[node_kind::reshape_view] == 2);
+  CHECK(!needs_own_kernel<decltype(t)>);
+  expect_matches(materialize(map_leaves(t, swap_a)),
+                 reference(take(concatenate(std::make_tuple(reshape<7, 5>(c), reshape<7, 5>(b * c)), 0), idx, 0)), {},
+                 0, "take of a concatenation of reshapes, rebuilt over c");
+  const auto ln = layer_norm(dense(a, w), g, g, -1, 1e-5);
+  CHECK(kind_of<decltype(ln)> == node_kind::layer_norm);
+  CHECK(child_count<decltype(ln)> == 3);
+  expect_matches(materialize(map_leaves(ln, swap_w)), reference(layer_norm(dense(a, w2), g, g, -1, 1e-5)), {1e-5, 1e-5},
+                 8, "layer_norm of a dense, rebuilt over other weights");
+  const auto st = sum(softmax(dense(a, w), -1) + 1.0f, -1, keepdims);
+  count_kinds(st, counts = {});
+  CHECK(counts[node_kind::reduction] == 1);
+  CHECK(counts[node_kind::softmax] == 1);
+  CHECK(counts[node_kind::contraction] == 1);
+  CHECK(needs_own_kernel<decltype(st)>);
+  expect_matches(materialize(map_leaves(st, swap_w)), reference(sum(softmax(dense(a, w2), -1) + 1.0f, -1, keepdims)),
+                 {1e-6, 1e-6}, 4, "a reduction of a softmax of a dense, rebuilt over other weights");
+
+  // A new child of another shape is refused, naming both.
+  auto other = test::random_tensor({7, 5}, 16, -1, 1);
+  const std::string msg = message_of([&] { (void)with_children(exp(a), std::as_const(other).view()); });
+  CHECK(msg.find("with_children: child 0 of shape (7, 5) replaces one of shape (5, 7)") != std::string::npos);
 }

@@ -15,9 +15,9 @@
 
 namespace fuse::bind {
 
-/// A node the executor must evaluate ahead of the loop (it declares `materialize_tag`).
+/// A node the executor must evaluate ahead of the loop (a kernel of its own: fuse/expr/node.hpp).
 template <class N>
-concept materialized_node = requires { typename N::materialize_tag; };
+concept materialized_node = needs_own_kernel<N>;
 
 template <class Mode, class Node, class Map, class Ctx>
 auto bind(const Node& n, const Map& m, Ctx& ctx);
@@ -59,8 +59,8 @@ auto bind_concat(const concat_expr<C...>& n, const Map& m, Ctx& ctx, std::index_
   constexpr std::size_t R = concat_expr<C...>::rank;
   using T = typename concat_expr<C...>::value_type;
   using E = concat_eval<T, Map::in_rank, Map,
-                        decltype(bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(0, 0)), ctx))...>;
-  E e{{bind<Mode>(fuse::get<I>(n.children), compose(m, shift_axis<R>(n.axis, n.offsets[I])), ctx)...},
+                        decltype(bind<Mode>(fuse::get<I>(n.parts), compose(m, shift_axis<R>(0, 0)), ctx))...>;
+  E e{{bind<Mode>(fuse::get<I>(n.parts), compose(m, shift_axis<R>(n.axis, n.offsets[I])), ctx)...},
       m,
       n.axis,
       n.offsets};
@@ -69,23 +69,25 @@ auto bind_concat(const concat_expr<C...>& n, const Map& m, Ctx& ctx, std::index_
 
 }  // namespace detail
 
-/// The evaluator of node `n`, whose coordinates are m(x) for iteration coordinates x.
+/// The evaluator of node `n`, whose coordinates are m(x) for iteration coordinates x: one
+/// branch per node kind (fuse/expr/node.hpp).
 template <class Mode, class Node, class Map, class Ctx>
 auto bind(const Node& n, const Map& m, Ctx& ctx) {
   constexpr std::size_t Q = Map::in_rank;
-  if constexpr (is_tensor_view<Node>::value) {
+  constexpr node_kind K = kind_of<Node>;
+  if constexpr (K == node_kind::leaf) {
     return make_leaf<typename Node::element_type, Q>(n.data(), n.shape().array(), n.strides(), m);
-  } else if constexpr (is_scalar_expr<Node>::value) {
+  } else if constexpr (K == node_kind::constant) {
     return scalar_eval<typename Node::value_type, Q>{to_compute<typename Node::value_type>(n.value)};
-  } else if constexpr (requires { typename Node::op_type; }) {
+  } else if constexpr (K == node_kind::elementwise) {
     return detail::bind_map<Mode>(n, m, ctx, std::make_index_sequence<decltype(n.args)::size>{});
-  } else if constexpr (is_affine_view<Node>::value) {
+  } else if constexpr (K == node_kind::affine_view) {
     return bind<Mode>(n.child, compose(m, n.map), ctx);
-  } else if constexpr (is_reshape_view<Node>::value) {
+  } else if constexpr (K == node_kind::reshape_view) {
     return bind<Mode>(n.child, then_reshape(m, n.shape().array(), n.child.shape().array()), ctx);
-  } else if constexpr (is_concat_expr<Node>::value) {
+  } else if constexpr (K == node_kind::concatenate) {
     return detail::bind_concat<Mode>(n, m, ctx, std::make_index_sequence<Node::count>{});
-  } else if constexpr (is_take_expr<Node>::value) {
+  } else if constexpr (K == node_kind::take) {
     using DN = decltype(n.data);
     using IN = decltype(n.indices);
     constexpr std::size_t Rt = Node::rank;
@@ -101,7 +103,7 @@ auto bind(const Node& n, const Map& m, Ctx& ctx) {
     e.mode = n.mode;
     (void)Rt;
     return e;
-  } else if constexpr (requires { typename Node::packed_weight_tag; }) {
+  } else if constexpr (K == node_kind::packed_weights) {
     static_assert(sizeof(Node) == 0,
                   "fuse: packed weights (fuse::pack) are only the weight operand of fuse::dense or "
                   "fuse::matmul(x, w, false, true); an elementwise expression must read the unpacked tensor");

@@ -57,23 +57,19 @@ inline bool overlaps_any(const void* lo, const void* hi, const byte_ranges& rang
 /// inputs are not walked here.
 template <class E>
 bool leaf_byte_ranges(const E& e, byte_ranges& out) {
-  if constexpr (is_tensor_view<E>::value) {
+  constexpr node_kind K = kind_of<E>;
+  if constexpr (K == node_kind::leaf) {
     const void *l = nullptr, *h = nullptr;
     bind::detail::byte_range(e.data(), e.shape().array(), e.strides().data(), sizeof(typename E::value_type), l, h);
     out.push_back({l, h});
     return true;
-  } else if constexpr (is_scalar_expr<E>::value) {
+  } else if constexpr (K == node_kind::constant) {
     return true;
-  } else if constexpr (requires { typename E::op_type; }) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (leaf_byte_ranges(fuse::get<I>(e.args), out) && ...);
-    }(std::make_index_sequence<decltype(e.args)::size>{});
-  } else if constexpr (is_affine_view<E>::value || is_reshape_view<E>::value) {
-    return leaf_byte_ranges(e.child, out);
-  } else if constexpr (is_concat_expr<E>::value) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return (leaf_byte_ranges(fuse::get<I>(e.children), out) && ...);
-    }(std::make_index_sequence<E::count>{});
+  } else if constexpr (K == node_kind::elementwise || K == node_kind::affine_view || K == node_kind::reshape_view ||
+                       K == node_kind::concatenate) {
+    bool all = true;
+    for_each_child(e, [&](const auto& c) { all = leaf_byte_ranges(c, out) && all; });
+    return all;
   } else {
     return false;
   }

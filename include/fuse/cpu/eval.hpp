@@ -128,7 +128,7 @@ struct context {
 /// A node evaluated by a kernel of its own when it is the root of eval (contractions,
 /// reductions, softmax, layer_norm); inside a larger tree it is materialised first.
 template <class N>
-concept root_kernel_node = requires { typename N::materialize_tag; };
+concept root_kernel_node = needs_own_kernel<N>;
 
 // The kernel of each such node, by the node's type.
 template <class Ctx, class T, std::size_t Q, contract_kind K, class A, class B, class O, std::size_t R>

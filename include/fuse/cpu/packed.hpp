@@ -31,6 +31,7 @@
 #include "fuse/cpu/gemm.hpp"
 #include "fuse/cpu/gemm_bf16.hpp"
 #include "fuse/cpu/gemm_int8.hpp"
+#include "fuse/expr/node.hpp"
 
 namespace fuse {
 
@@ -72,9 +73,9 @@ template <class T>
 struct packed_view {
   using value_type = T;
   using shape_type = dynamic_shape<2>;
-  using packed_weight_tag = void;
   static constexpr std::size_t rank = 2;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::packed_weights;
 
   detail::packed_layout<T> packed{};
   index_t n = 0, k = 0;

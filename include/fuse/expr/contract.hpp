@@ -62,13 +62,13 @@ inline constexpr bool contraction_dtypes_supported =
 /// leading axes of A (all but the last) form M and stay in the result's shape.
 template <contract_kind Kind, class A, class B, class Out, std::size_t R>
 struct contract_expr {
-  using materialize_tag = void;
   using a_type = A;
   using b_type = B;
   using value_type = Out;
   using shape_type = dynamic_shape<R>;
   static constexpr std::size_t rank = R;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::contraction;
   static constexpr contract_kind kind = Kind;
 
   A a;
@@ -80,6 +80,12 @@ struct contract_expr {
   shape_type shape_;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const A&, const B&> children() const { return tuple<const A&, const B&>(a, b); }
+  template <class A2, class B2>
+  auto with_children(A2&& a2, B2&& b2) const {
+    return contract_expr<Kind, std::remove_cvref_t<A2>, std::remove_cvref_t<B2>, Out, R>{
+        static_cast<A2&&>(a2), static_cast<B2&&>(b2), trans_a, trans_b, batch, batch_a, batch_b, m, n, k, shape_};
+  }
 };
 
 template <class T>
@@ -87,36 +93,23 @@ struct is_contract_expr : std::false_type {};
 template <contract_kind K, class A, class B, class O, std::size_t R>
 struct is_contract_expr<contract_expr<K, A, B, O, R>> : std::true_type {};
 
-namespace detail {
-template <class N>
-struct has_contraction_leaf_of;
-}
-
 /// Whether an elementwise tree reads a contraction as one of its leaves (directly or through
-/// views): such a tree runs as a blocked epilogue of the contraction. Nodes with kernels of
-/// their own (reductions) end the walk: their inputs are theirs.
+/// views, ops, concatenations, takes): such a tree runs as a blocked epilogue of the
+/// contraction. Other nodes with kernels of their own (reductions) end the walk: their inputs
+/// are theirs.
 template <class N>
 constexpr bool has_contraction_leaf() {
-  return detail::has_contraction_leaf_of<std::remove_cvref_t<N>>::value;
+  using D = std::remove_cvref_t<N>;
+  if constexpr (kind_of<D> == node_kind::contraction) {
+    return true;
+  } else if constexpr (needs_own_kernel<D>) {
+    return false;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (has_contraction_leaf<child_t<I, D>>() || ...);
+    }(std::make_index_sequence<child_count<D>>{});
+  }
 }
-
-namespace detail {
-template <class N>
-struct has_contraction_leaf_of : std::false_type {};
-template <contract_kind K, class A, class B, class O, std::size_t R>
-struct has_contraction_leaf_of<contract_expr<K, A, B, O, R>> : std::true_type {};
-template <class Op, class... A>
-struct has_contraction_leaf_of<map_expr<Op, A...>> : std::bool_constant<(has_contraction_leaf<A>() || ...)> {};
-template <class C, std::size_t R>
-struct has_contraction_leaf_of<affine_view<C, R>> : std::bool_constant<has_contraction_leaf<C>()> {};
-template <class C, std::size_t R>
-struct has_contraction_leaf_of<reshape_view<C, R>> : std::bool_constant<has_contraction_leaf<C>()> {};
-template <class... C>
-struct has_contraction_leaf_of<concat_expr<C...>> : std::bool_constant<(has_contraction_leaf<C>() || ...)> {};
-template <class D, class I>
-struct has_contraction_leaf_of<take_expr<D, I>>
-    : std::bool_constant<has_contraction_leaf<D>() || has_contraction_leaf<I>()> {};
-}  // namespace detail
 
 // ---- compile-time checks of static shapes ------------------------------------------------------
 
@@ -162,10 +155,10 @@ auto make_contract(const AE& a, const BE& b, bool ta, bool tb) {
                 "int32 (the note below names the element types: a, b, result)");
   constexpr std::size_t R = Kind == contract_kind::batch_matmul ? 3 : AE::rank;
   const char* name = contract_name(Kind);
-  if constexpr (requires { typename AE::packed_weight_tag; })
+  if constexpr (kind_of<AE> == node_kind::packed_weights)
     static_assert(sizeof(AE) == 0,
                   "fuse: packed weights (fuse::pack) are the second (weight) operand of a contraction");
-  if constexpr (requires { typename BE::packed_weight_tag; }) {
+  if constexpr (kind_of<BE> == node_kind::packed_weights) {
     static_assert(Kind != contract_kind::batch_matmul,
                   "fuse::batch_matmul: packed weights (fuse::pack) are for nn.dense and nn.matmul");
     if (!tb)

@@ -27,12 +27,23 @@ struct map_expr {
   using shape_type = broadcast_shape_t<Op, typename A::shape_type...>;
   static constexpr std::size_t rank = shape_type::rank;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::elementwise;
 
   [[no_unique_address]] Op op;
   tuple<A...> args;
   [[no_unique_address]] shape_type shape_;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const A&...> children() const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return tuple<const A&...>(fuse::get<I>(args)...);
+    }(std::index_sequence_for<A...>{});
+  }
+  /// The same op over other operands (fuse::with_children checks their shapes).
+  template <class... C>
+  auto with_children(C&&... c) const {
+    return make_map(op, static_cast<C&&>(c)...);
+  }
 };
 
 namespace detail {

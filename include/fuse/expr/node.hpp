@@ -1,8 +1,10 @@
 // What an expression is, and how arguments become expressions.
 //
 // A node is a small value type: `value_type` (its dtype), `shape_type` (static or dynamic),
-// `rank`, `shape()`, and `is_fuse_expr = true`. Nodes hold their children by value; leaves are
-// tensor_views, so building an expression never allocates or computes, and copying one is cheap.
+// `rank`, `shape()`, and `is_fuse_expr = true`; and the node protocol below: its kind
+// (`kind_tag`), its children (`children()`) and a rebuild over other children
+// (`with_children`). Nodes hold their children by value; leaves are tensor_views, so building an
+// expression never allocates or computes, and copying one is cheap.
 //
 // `as_expr(x)` turns what users pass into a node: nodes stay as they are, tensors become const
 // views (a temporary tensor is refused: the expression would outlive it), arithmetic scalars
@@ -11,10 +13,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
 #include "fuse/core/dtype.hpp"
+#include "fuse/core/error.hpp"
 #include "fuse/core/shape.hpp"
 #include "fuse/core/tensor.hpp"
 
@@ -71,6 +75,32 @@ concept expression = requires {
   requires std::remove_cvref_t<E>::is_fuse_expr;
 };
 
+// ---- the node protocol ----------------------------------------------------------------------------
+//
+// Every node type names its kind (`kind_tag`, or node_kind_of for the leaves defined outside
+// expr/: tensor_view), lists its children (`children()`: a tuple of const references, in the
+// order of its operands) and rebuilds itself over other children of the same shapes
+// (`with_children(c...)`: the same parameters, new operands; the node type follows the
+// children's). Walks that treat every node alike (does a tree hold a contraction? which memory
+// does it read?) go through these and name no node type; code that does something different
+// per kind (bind, the reference, the executors) dispatches on kind_of, one branch per kind.
+
+/// The kinds of node.
+enum class node_kind : std::uint8_t {
+  leaf,            ///< tensor_view: memory read through strides
+  constant,        ///< scalar_expr
+  packed_weights,  ///< fuse::pack's weights: the B operand of a contraction only
+  elementwise,     ///< map_expr: an op of the op table over broadcast operands
+  affine_view,     ///< transpose, slices, split sections, broadcast_to, expand_dims...
+  reshape_view,    ///< reshape (row-major order kept)
+  concatenate,
+  take,
+  reduction,  ///< sum, mean, max, min, prod over axes
+  softmax,    ///< softmax and log_softmax along an axis
+  layer_norm,
+  contraction,  ///< dense, matmul, batch_matmul
+};
+
 /// A C++ arithmetic value used as an operand (it adopts the dtype of the other operands).
 template <class T>
 concept arithmetic_scalar =
@@ -84,6 +114,7 @@ struct scalar_expr {
   using shape_type = ::fuse::shape<>;
   static constexpr std::size_t rank = 0;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::constant;
   T value{};
   FUSE_HD constexpr shape_type shape() const { return {}; }
 };
@@ -92,6 +123,71 @@ template <class T>
 struct is_scalar_expr : std::false_type {};
 template <class T>
 struct is_scalar_expr<scalar_expr<T>> : std::true_type {};
+
+template <class N>
+struct node_kind_of {
+  static constexpr node_kind value = N::kind_tag;
+};
+template <class T, auto E>
+struct node_kind_of<tensor_view<T, E>> {
+  static constexpr node_kind value = node_kind::leaf;
+};
+
+/// The kind of node type N.
+template <class N>
+inline constexpr node_kind kind_of = node_kind_of<std::remove_cvref_t<N>>::value;
+
+/// Nodes that an executor runs with a kernel of their own (at the root of an eval) and
+/// materialises first when they appear inside a larger tree.
+template <class N>
+inline constexpr bool needs_own_kernel = kind_of<N> == node_kind::reduction || kind_of<N> == node_kind::softmax ||
+                                         kind_of<N> == node_kind::layer_norm || kind_of<N> == node_kind::contraction;
+
+/// The children of node n, as a fuse::tuple of const references (empty for leaves).
+template <class N>
+FUSE_HD constexpr auto children(const N& n) {
+  if constexpr (requires { n.children(); }) return n.children();
+  else return tuple<>{};
+}
+
+/// The number of children of node type N.
+template <class N>
+inline constexpr std::size_t child_count = decltype(children(std::declval<const N&>()))::size;
+
+/// The type of child I of node type N.
+template <std::size_t I, class N>
+using child_t = std::remove_cvref_t<decltype(fuse::get<I>(children(std::declval<const N&>())))>;
+
+/// f(child) for each child of n, in order.
+template <class N, class F>
+FUSE_HD constexpr void for_each_child(const N& n, F&& f) {
+  const auto c = children(n);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (f(fuse::get<I>(c)), ...);
+  }(std::make_index_sequence<decltype(c)::size>{});
+}
+
+/// n over new children of the same shapes as its own (a leaf, which has none, is returned as
+/// it is). Throws a shape error when a new child's shape differs.
+template <class N, class... C>
+constexpr auto with_children(const N& n, C&&... c) {
+  static_assert(sizeof...(C) == child_count<N>, "fuse::with_children: give one new child per child of the node");
+  if constexpr (sizeof...(C) == 0) {
+    return n;
+  } else {
+    const auto old = children(n);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      static_assert(((child_t<I, N>::rank == std::remove_cvref_t<C>::rank) && ...),
+                    "fuse::with_children: a new child must have the rank of the child it replaces");
+      ((fuse::get<I>(old).shape().array() == c.shape().array()
+            ? (void)0
+            : throw_shape_error("with_children: child ", I, " of shape ", c.shape().array(), " replaces one of shape ",
+                                fuse::get<I>(old).shape().array())),
+       ...);
+    }(std::index_sequence_for<C...>{});
+    return n.with_children(static_cast<C&&>(c)...);
+  }
+}
 
 /// Specialise for a foreign container type X to let fuse view its memory without copying:
 ///   static auto view(X&)  -> fuse::tensor_view<...>

@@ -40,12 +40,12 @@ inline constexpr exclude_t exclude{};
 /// A reduction of Child over the axes flagged in `reduced`; output rank R.
 template <reduce_kind K, class Child, std::size_t R>
 struct reduce_expr {
-  using materialize_tag = void;
   using child_type = Child;
   using value_type = typename Child::value_type;
   using shape_type = dynamic_shape<R>;
   static constexpr std::size_t rank = R;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::reduction;
   static constexpr reduce_kind kind = K;
 
   Child child;
@@ -53,6 +53,11 @@ struct reduce_expr {
   index_array<Child::rank> reduced{};  ///< 1 for each reduced axis of the child
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const Child&> children() const { return tuple<const Child&>(child); }
+  template <class C>
+  auto with_children(C&& c) const {
+    return reduce_expr<K, std::remove_cvref_t<C>, R>{static_cast<C&&>(c), shape_, reduced};
+  }
 };
 
 enum class row_op_kind : std::uint8_t { softmax, log_softmax };
@@ -60,12 +65,12 @@ enum class row_op_kind : std::uint8_t { softmax, log_softmax };
 /// nn.softmax / nn.log_softmax of Child along `axis`.
 template <row_op_kind K, class Child>
 struct softmax_expr {
-  using materialize_tag = void;
   using child_type = Child;
   using value_type = typename Child::value_type;
   using shape_type = dynamic_shape<Child::rank>;
   static constexpr std::size_t rank = Child::rank;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::softmax;
   static constexpr row_op_kind kind = K;
 
   Child child;
@@ -73,17 +78,22 @@ struct softmax_expr {
   index_t axis = 0;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const Child&> children() const { return tuple<const Child&>(child); }
+  template <class C>
+  auto with_children(C&& c) const {
+    return softmax_expr<K, std::remove_cvref_t<C>>{static_cast<C&&>(c), shape_, axis};
+  }
 };
 
 /// nn.layer_norm(x, gamma, beta): (x - mean) / sqrt(var + epsilon) * gamma + beta along `axis`,
 /// with the biased variance; gamma and beta are 1-D of the axis' extent.
 template <class X, class G, class B>
 struct layer_norm_expr {
-  using materialize_tag = void;
   using value_type = typename X::value_type;
   using shape_type = dynamic_shape<X::rank>;
   static constexpr std::size_t rank = X::rank;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::layer_norm;
 
   X x;
   G gamma;
@@ -94,6 +104,14 @@ struct layer_norm_expr {
   bool center = true, scale = true;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const X&, const G&, const B&> children() const {
+    return tuple<const X&, const G&, const B&>(x, gamma, beta);
+  }
+  template <class X2, class G2, class B2>
+  auto with_children(X2&& x2, G2&& g2, B2&& b2) const {
+    return layer_norm_expr<std::remove_cvref_t<X2>, std::remove_cvref_t<G2>, std::remove_cvref_t<B2>>{
+        static_cast<X2&&>(x2), static_cast<G2&&>(g2), static_cast<B2&&>(b2), shape_, axis, epsilon, center, scale};
+  }
 };
 
 namespace detail {

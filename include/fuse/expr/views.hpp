@@ -40,12 +40,18 @@ struct affine_view {
   using shape_type = dynamic_shape<R>;
   static constexpr std::size_t rank = R;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::affine_view;
 
   Child child;
   shape_type shape_;
   axis_map<Child::rank> map;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const Child&> children() const { return tuple<const Child&>(child); }
+  template <class C>
+  auto with_children(C&& c) const {
+    return affine_view<std::remove_cvref_t<C>, R>{static_cast<C&&>(c), shape_, map};
+  }
 };
 
 /// Reshape of a node: row-major linear order is kept.
@@ -56,11 +62,17 @@ struct reshape_view {
   using shape_type = dynamic_shape<R>;
   static constexpr std::size_t rank = R;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::reshape_view;
 
   Child child;
   shape_type shape_;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const Child&> children() const { return tuple<const Child&>(child); }
+  template <class C>
+  auto with_children(C&& c) const {
+    return reshape_view<std::remove_cvref_t<C>, R>{static_cast<C&&>(c), shape_};
+  }
 };
 
 /// Children joined along `axis`; child i covers [offsets[i], offsets[i+1]) of that axis.
@@ -71,13 +83,24 @@ struct concat_expr {
   using shape_type = dynamic_shape<rank>;
   static constexpr bool is_fuse_expr = true;
   static constexpr std::size_t count = sizeof...(C);
+  static constexpr node_kind kind_tag = node_kind::concatenate;
 
-  tuple<C...> children;
+  tuple<C...> parts;
   shape_type shape_;
   index_t axis = 0;
   index_array<sizeof...(C) + 1> offsets{};
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const C&...> children() const {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return tuple<const C&...>(fuse::get<I>(parts)...);
+    }(std::index_sequence_for<C...>{});
+  }
+  template <class... N>
+  auto with_children(N&&... c) const {
+    return concat_expr<std::remove_cvref_t<N>...>{tuple<std::remove_cvref_t<N>...>(static_cast<N&&>(c)...), shape_,
+                                                  axis, offsets};
+  }
 };
 
 /// How take treats out-of-range indices (Relay's `mode`).
@@ -94,6 +117,7 @@ struct take_expr {
   static constexpr std::size_t rank = Data::rank - 1 + Indices::rank;
   using shape_type = dynamic_shape<rank>;
   static constexpr bool is_fuse_expr = true;
+  static constexpr node_kind kind_tag = node_kind::take;
 
   Data data;
   Indices indices;
@@ -102,6 +126,14 @@ struct take_expr {
   take_mode mode = take_mode::clip;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
+  FUSE_HD constexpr tuple<const Data&, const Indices&> children() const {
+    return tuple<const Data&, const Indices&>(data, indices);
+  }
+  template <class D, class I>
+  auto with_children(D&& d, I&& i) const {
+    return take_expr<std::remove_cvref_t<D>, std::remove_cvref_t<I>>{static_cast<D&&>(d), static_cast<I&&>(i), shape_,
+                                                                     axis, mode};
+  }
 };
 
 template <class T>
@@ -605,7 +637,7 @@ auto make_concat(index_t axis, std::index_sequence<I...>, const C&... c) {
   static_assert(R >= 1, "fuse::concatenate: operands must have rank >= 1");
   const index_array<R> s0 = get<0>(tuple<C...>(c...)).shape().array();
   const auto a = static_cast<std::size_t>(normalize_axis(axis, "concatenate", s0));
-  Node node{tuple<C...>(c...), dynamic_shape<R>(s0), static_cast<index_t>(a), {}};
+  Node node{tuple<C...>(c...), dynamic_shape<R>(s0), static_cast<index_t>(a), {}};  // parts, shape, axis, offsets
   index_t off = 0;
   auto add = [&](std::size_t i, const index_array<R>& s) {
     for (std::size_t d = 0; d < R; ++d)
