@@ -21,5 +21,6 @@
 #include "fuse/expr/contract.hpp"
 #include "fuse/expr/elementwise.hpp"
 #include "fuse/expr/reduce.hpp"
+#include "fuse/expr/same_tree.hpp"
 #include "fuse/expr/static_views.hpp"
 #include "fuse/expr/views.hpp"

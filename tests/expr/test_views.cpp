@@ -362,3 +362,29 @@ TEST_CASE("the node protocol: kinds, children, and trees rebuilt over other leav
   const std::string msg = message_of([&] { (void)with_children(exp(a), std::as_const(other).view()); });
   CHECK(msg.find("with_children: child 0 of shape (7, 5) replaces one of shape (5, 7)") != std::string::npos);
 }
+
+TEST_CASE("same_tree: the same leaves, constants, op attributes and parameters all the way down") {
+  auto a = test::random_tensor({4, 6}, 21, -1, 1);
+  auto a2 = test::random_tensor({4, 6}, 22, -1, 1);
+  auto w = test::random_tensor({5, 6}, 23, -1, 1);
+  CHECK(same_tree(exp(a) + 1.0f, exp(a) + 1.0f));
+  CHECK(!same_tree(exp(a) + 1.0f, exp(a) + 2.0f));         // another constant
+  CHECK(!same_tree(exp(a) + 1.0f, exp(a2) + 1.0f));        // another leaf
+  CHECK(same_tree(a + std::nanf(""), a + std::nanf("")));  // a NaN constant is itself
+  CHECK(!same_tree(a + 0.0f, a + -0.0f));                  // zeros of two signs
+  CHECK(same_tree(clip(a, -0.5, 0.5), clip(a, -0.5, 0.5)));
+  CHECK(!same_tree(clip(a, -0.5, 0.5), clip(a, -0.5, 0.25)));  // an op attribute
+  // Views of the same memory in another layout, and other view parameters.
+  const tensor_view<const float, 2> rows(a.data(), dynamic_shape<2>({4, 6}));
+  const tensor_view<const float, 2> cols(a.data(), dynamic_shape<2>({4, 6}), index_array<2>{1, 4});
+  CHECK(same_tree(rows, std::as_const(a).view()));
+  CHECK(!same_tree(rows, cols));
+  CHECK(same_tree(split<2>(exp(a), 1)[0], split<2>(exp(a), 1)[0]));
+  CHECK(!same_tree(split<2>(exp(a), 1)[0], split<2>(exp(a), 1)[1]));
+  // Copies of one contraction (the sections of a split), and contractions that differ.
+  const auto s = split<5>(dense(a, w), 1);
+  CHECK(same_tree(s[0].child, s[4].child));
+  CHECK(!same_tree(dense(a, w), dense(a2, w)));
+  CHECK(same_tree(sum(dense(a, w), -1), sum(dense(a, w), -1)));
+  CHECK(!same_tree(sum(dense(a, w), -1), sum(dense(a, w), 0)));
+}

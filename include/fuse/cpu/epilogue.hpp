@@ -21,8 +21,8 @@
 #pragma once
 
 #include <algorithm>
-#include <cstring>
-#include <memory>
+#include <new>
+#include <optional>
 #include <type_traits>
 #include <tuple>
 #include <utility>
@@ -32,6 +32,8 @@
 #include "fuse/cpu/contract.hpp"
 #include "fuse/cpu/options.hpp"
 #include "fuse/cpu/pass.hpp"
+#include "fuse/expr/node.hpp"
+#include "fuse/expr/same_tree.hpp"
 
 namespace fuse::cpu {
 
@@ -44,62 +46,109 @@ struct epilogue_context {
   Outer& outer;
   explicit epilogue_context(Outer& o) : outer(o) {}
 
-  /// Per materialised leaf, in bind order (the same in every block): prepared operands and the
-  /// storage its blocks (or its whole result) live in.
-  struct slot {
-    const void* type = nullptr;  ///< the contraction node whose operands these are
-    const void* node = nullptr;
-    void* operands = nullptr;  ///< the prepared operands (owned by `owned`, here or in an earlier slot)
-    std::unique_ptr<void, void (*)(void*)> owned{nullptr, [](void*) {}};
-    std::shared_ptr<void> storage;  ///< a heap block buffer or the whole result (else empty)
-    void* buffer = nullptr;         ///< the block buffer (in `storage` or in the arena)
-    index_t rows = 0, cols = 0;     ///< capacity of the block buffer
+  /// Per materialised leaf, in bind order (the same in every block): the node, its prepared
+  /// operands and the storage its blocks (or its whole result) live in, typed by the node's
+  /// type. The list holds them through this base, whose tag names the slot's type: as<N>()
+  /// gives the typed slot back or null (a slot of another type at a leaf's place would be a bind
+  /// order that changed between blocks: an error, never a misread). A tag compare, not a
+  /// dynamic_cast: a tiny cell binds a few leaves per microsecond.
+  struct slot_base {
+    explicit slot_base(const char* t) : tag(t) {}
+    virtual ~slot_base() = default;
+    const char* tag;
+    template <class N>
+    auto* as() {
+      return tag == &slot<N>::type_tag ? static_cast<slot<N>*>(this) : nullptr;
+    }
+    template <class N>
+    const auto* as() const {
+      return tag == &slot<N>::type_tag ? static_cast<const slot<N>*>(this) : nullptr;
+    }
   };
-  small_vector<slot, 8> slots;
+  template <class N>
+  struct slot : slot_base {
+    static constexpr char type_tag = 0;
+    slot() : slot_base(&type_tag) {}
+    using T = typename N::value_type;
+    using Ops = std::conditional_t<kind_of<N> == node_kind::contraction, detail::contract_operands<N, Outer>, char>;
+    using Whole = decltype(std::declval<Outer&>().materialize(std::declval<const N&>()));
+    const N* node = nullptr;
+    std::optional<Ops> own_ops;  ///< operands prepared by this slot
+    const Ops* ops = nullptr;    ///< its own, or those of an earlier slot of the same contraction
+    std::optional<Whole> whole;  ///< the whole result, when evaluated whole
+    std::optional<tensor<T, 2>> heap_buffer;
+    T* buffer = nullptr;         ///< the block buffer (in heap_buffer or in the arena)
+    index_t rows = 0, cols = 0;  ///< capacity of the block buffer
+  };
+  /// A slot and where it lives (the arena or the heap).
+  struct slot_entry {
+    slot_base* p = nullptr;
+    bool in_arena = false;
+  };
+  small_vector<slot_entry, 8> slots;
   std::size_t next = 0;
   /// Contraction blocks computed in the current block: a leaf that reads the same block of the
   /// same contraction (split sections used by both outputs of an LSTM cell) reuses it.
   struct computed {
-    const void* type;
-    const void* node;
+    slot_base* slot;
     index_array<2> lo, len;
-    std::size_t slot;
   };
   small_vector<computed, 8> done;
   /// A's rows packed once per block for every product that reads them.
   detail::packed_rows_cache packed_rows;
-  /// Block buffers of small cells live here, in the pass's own frame: a tiny cell (the seed's
-  /// 1 x 10) would otherwise spend more on allocations than on its arithmetic.
+  /// Slots (with their prepared operands) and block buffers of small cells live here, in the
+  /// pass's own frame: a tiny cell (the seed's 1 x 10) would otherwise spend more on
+  /// allocations than on its arithmetic.
   alignas(64) unsigned char arena[16384];
   std::size_t arena_used = 0;
-  ~epilogue_context() { slots.clear(); }  // operands in the arena go while it is still there
-  index_array<Q> block{};                 ///< extents of the current block
-  detail::byte_ranges outputs;            ///< what the pass writes
+  ~epilogue_context() {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      if (slots[i].in_arena) slots[i].p->~slot_base();
+      else delete slots[i].p;
+    }
+  }
+  epilogue_context(const epilogue_context&) = delete;
+  epilogue_context& operator=(const epilogue_context&) = delete;
+  index_array<Q> block{};       ///< extents of the current block
+  detail::byte_ranges outputs;  ///< what the pass writes
   /// Binding only to learn the layout of the leaves (the aliasing check before the blocks):
   /// materialised leaves compute nothing and read one dummy element.
   bool probing = false;
 
   /// A rank-2 dense or matmul read through an affine map: its blocks can be computed alone.
-  /// (Other materialised nodes, reductions among them, have no `kind`: tested apart.)
   template <class N, class Map>
   static constexpr bool blockable_contraction() {
-    if constexpr (is_contract_expr<N>::value)
+    if constexpr (kind_of<N> == node_kind::contraction)
       return N::kind != contract_kind::batch_matmul && N::rank == 2 && bind::is_affine_map<Map>::value;
     else return false;
   }
 
-  template <class N>
-  static const void* type_id() {
-    static const char id = 0;
-    return &id;
+  /// `bytes` at `align` in the arena, or null when they do not fit.
+  void* arena_take(std::size_t bytes, std::size_t align) {
+    const std::size_t at = (arena_used + align - 1) / align * align;
+    if (align > 64 || at + bytes > sizeof(arena)) return nullptr;
+    arena_used = at + bytes;
+    return arena + at;
   }
 
-  /// Whether (type, node) recorded earlier is n: the same type and the same bits. Nodes live in
-  /// the tree for the whole pass; equal bits are the same operands and parameters (views do not
-  /// own memory). Copies that differ only in padding merely miss a sharing.
+  /// The slot of the next materialised leaf in bind order, made on the first block.
   template <class N>
-  static bool same_node(const void* type, const void* node, const N& n) {
-    return type == type_id<N>() && std::memcmp(node, &n, sizeof(N)) == 0;
+  slot<N>& next_slot(const N& n) {
+    if (next == slots.size()) {
+      slot_entry e;
+      if (void* p = arena_take(sizeof(slot<N>), alignof(slot<N>))) {
+        e.p = ::new (p) slot<N>;
+        e.in_arena = true;
+      } else {
+        e.p = new slot<N>;
+      }
+      static_cast<slot<N>*>(e.p)->node = &n;
+      slots.push_back(e);
+    }
+    auto* s = slots[next++].p->template as<N>();
+    if (!s) throw error("eval: the blocked epilogue met its leaves in another order than in its first block");
+    s->node = &n;
+    return *s;
   }
 
   template <class M, std::size_t Qm, class N, class Map>
@@ -107,7 +156,6 @@ struct epilogue_context {
     static_assert(Qm == Q);
     using T = typename N::value_type;
     constexpr std::size_t R = N::rank;
-    using S = decltype(outer.materialize(n));
     // A leaf over data whose element (0, 0, ...) is node coordinate `lo` (0 unless the map is
     // affine). It owns nothing: the slots of this context hold every buffer until the pass ends,
     // and evaluators never outlive the pass (no reference counting per leaf per block).
@@ -122,8 +170,7 @@ struct epilogue_context {
       static const T dummy{};
       return leaf_over(&dummy, index_array<R>{}, index_array<R>{}, index_array<R>{});
     }
-    if (next == slots.size()) slots.push_back(slot{});
-    slot& s = slots[next++];
+    slot<N>& s = next_slot(n);
     if constexpr (blockable_contraction<N, Map>()) {
       // The rows and columns of the contraction this block reads: [lo, lo + len) per axis.
       index_array<2> lo{}, len{};
@@ -135,80 +182,64 @@ struct epilogue_context {
         else unit = false;
       }
       if (unit) {
-        if constexpr (std::is_trivially_copyable_v<N>) {
-          // A block of this contraction computed already for these rows and (at least) these
-          // columns: the twin of a section read twice, or the whole width computed below.
-          for (std::size_t t = 0; t < done.size(); ++t)
-            if (const computed& c = done[t]; c.lo[0] == lo[0] && c.len[0] == len[0] && c.lo[1] <= lo[1] &&
-                                             lo[1] + len[1] <= c.lo[1] + c.len[1] && same_node(c.type, c.node, n)) {
-              const slot& twin = slots[c.slot];
-              return leaf_over(static_cast<const T*>(twin.buffer), c.len, index_array<2>{twin.cols, 1}, c.lo);
-            }
-          // A small contraction read in sections (the seed's three gates of 10 columns): all its
-          // columns for these rows in one product, which every section then reads, instead of
-          // one tiny product per section, whose fixed cost would dominate. Not for big products:
-          // a batch-1 LSTM streams W ~8% faster gate by gate than in one sweep (measured).
-          const index_t width = n.shape()[1];
-          if (len[1] < width && width <= 8 * len[1] && len[0] * width <= outer.epilogue_block_elements &&
-              len[0] * width * n.k <= 65536) {
-            lo[1] = 0;
-            len[1] = width;
-          }
+        // A block of this contraction computed already for these rows and (at least) these
+        // columns: the twin of a section read twice, or the whole width computed below.
+        for (std::size_t t = 0; t < done.size(); ++t) {
+          const computed& c = done[t];
+          if (c.lo[0] != lo[0] || c.len[0] != len[0] || lo[1] < c.lo[1] || lo[1] + len[1] > c.lo[1] + c.len[1])
+            continue;
+          const auto* twin = std::as_const(*c.slot).template as<N>();
+          if (twin && same_tree(*twin->node, n))
+            return leaf_over(twin->buffer, c.len, index_array<2>{twin->cols, 1}, c.lo);
         }
-        using Ops = detail::contract_operands<N, Outer>;
-        if (!s.operands) {
+        // A small contraction read in sections (the seed's three gates of 10 columns): all its
+        // columns for these rows in one product, which every section then reads, instead of
+        // one tiny product per section, whose fixed cost would dominate. Not for big products:
+        // a batch-1 LSTM streams W ~8% faster gate by gate than in one sweep (measured).
+        const index_t width = n.shape()[1];
+        if (len[1] < width && width <= 8 * len[1] && len[0] * width <= outer.epilogue_block_elements &&
+            len[0] * width * n.k <= 65536) {
+          lo[1] = 0;
+          len[1] = width;
+        }
+        if (!s.ops) {
           // Leaves of one contraction (the sections of a split) share its prepared operands.
-          if constexpr (std::is_trivially_copyable_v<N>)
-            for (std::size_t o = 0; o + 1 < next && !s.operands; ++o)
-              if (same_node(slots[o].type, slots[o].node, n)) s.operands = slots[o].operands;
-          if (!s.operands) {
-            // In the arena when it fits: a tiny cell pays no allocation for its operands.
-            const std::size_t at = (arena_used + alignof(Ops) - 1) / alignof(Ops) * alignof(Ops);
-            Ops* ops;
-            if (alignof(Ops) <= 64 && at + sizeof(Ops) <= sizeof(arena)) {
-              ops = ::new (arena + at) Ops(n, outer, &outputs);
-              arena_used = at + sizeof(Ops);
-              s.owned = {ops, [](void* p) { static_cast<Ops*>(p)->~Ops(); }};
-            } else {
-              ops = new Ops(n, outer, &outputs);
-              s.owned = {ops, [](void* p) { delete static_cast<Ops*>(p); }};
-            }
-            ops->shared_rows = &packed_rows;
-            s.operands = ops;
+          for (std::size_t o = 0; o + 1 < next && !s.ops; ++o)
+            if (const auto* other = std::as_const(*slots[o].p).template as<N>();
+                other && other->ops && same_tree(*other->node, n))
+              s.ops = other->ops;
+          if (!s.ops) {
+            s.own_ops.emplace(n, outer, &outputs);
+            s.own_ops->shared_rows = &packed_rows;
+            s.ops = &*s.own_ops;
           }
-          s.type = type_id<N>();
-          s.node = &n;
         }
         if (!s.buffer || s.rows < len[0] || s.cols < len[1]) {
           s.rows = std::max(s.rows, len[0]);
           s.cols = std::max(s.cols, len[1]);
           const std::size_t bytes = (static_cast<std::size_t>(s.rows * s.cols) * sizeof(T) + 63) / 64 * 64;
-          if (arena_used + bytes <= sizeof(arena)) {
-            s.storage.reset();
-            s.buffer = arena + arena_used;
-            arena_used += bytes;
+          if (void* p = arena_take(bytes, 64)) {
+            s.heap_buffer.reset();
+            s.buffer = static_cast<T*>(p);
           } else {
-            auto t = std::make_shared<S>(dynamic_shape<2>({s.rows, s.cols}));
-            s.buffer = t->data();
-            s.storage = std::move(t);
+            s.heap_buffer.emplace(dynamic_shape<2>({s.rows, s.cols}));
+            s.buffer = s.heap_buffer->data();
           }
         }
-        T* buf = static_cast<T*>(s.buffer);
-        const auto& ops = *static_cast<const Ops*>(s.operands);
-        const std::size_t evaluated = ops.am.evaluations;
-        ops.template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], buf, s.cols, 1);
-        outer.stats.prologue_row_blocks += ops.am.evaluations - evaluated;
-        if constexpr (std::is_trivially_copyable_v<N>) done.push_back({type_id<N>(), &n, lo, len, next - 1});
+        const std::size_t evaluated = s.ops->am.evaluations;
+        s.ops->template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], s.buffer, s.cols, 1);
+        outer.stats.prologue_row_blocks += s.ops->am.evaluations - evaluated;
+        done.push_back({&s, lo, len});
         ++outer.stats.partial_leaves;
-        return leaf_over(buf, len, index_array<2>{s.cols, 1}, lo);
+        return leaf_over(s.buffer, len, index_array<2>{s.cols, 1}, lo);
       }
     }
     // Whole, once: the first block binds before anything is written.
-    if (!s.storage) {
-      s.storage = std::make_shared<S>(outer.materialize(n));
+    if (!s.whole) {
+      s.whole.emplace(outer.materialize(n));
       ++outer.stats.whole_leaves;
     }
-    const auto v = std::static_pointer_cast<const S>(s.storage)->view();
+    const auto v = std::as_const(*s.whole).view();
     return leaf_over(v.data(), v.shape().array(), v.strides(), index_array<R>{});
   }
 };

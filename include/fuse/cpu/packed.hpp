@@ -82,6 +82,8 @@ struct packed_view {
 
   FUSE_HD constexpr shape_type shape() const { return shape_type({n, k}); }
 
+  /// Whether o views the same packing (a packing never changes once made).
+  bool same_as(const packed_view& o) const { return packed.data == o.packed.data && n == o.n && k == o.k; }
   /// Element (j, kk) of the [N, K] matrix, read from the packing (references and checks).
   T element(index_t j, index_t kk) const { return static_cast<T>(packed.element(kk, j)); }
 };
