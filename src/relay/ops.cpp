@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "fuse/expr/ops.hpp"
@@ -15,17 +16,25 @@ namespace fuse::relay {
 
 const std::vector<op_def>& op_table() {
   using P = op_pattern;
+  using K = op_kernel;
   using namespace attr;
   static const std::vector<op_def> table = [] {
     std::vector<op_def> t;
     // The elementwise ops of fuse's table (fuse/expr/ops.hpp), each from its descriptor.
     [&]<class... Op>(ops::op_list<Op...>) { (add_elementwise<Op>(t), ...); }(ops::relay_elementwise{});
-    for (std::string_view n : {"copy", "zeros_like", "ones_like"}) t.push_back({n, P::elemwise, 1, 1, {}, infer::same});
+    t.push_back({"copy", P::elemwise, 1, 1, {}, infer::same, K::pass_through});
+    for (std::string_view n : {"zeros_like", "ones_like"}) t.push_back({n, P::elemwise, 1, 1, {}, infer::same});
     t.push_back({"cast", P::elemwise, 1, 1, {}, infer::cast});
     t.push_back({"fixed_point_multiply", P::elemwise, 1, 1, {}, infer::same});
     t.push_back({"nn.bias_add", P::broadcast, 2, 2, {{"axis", integer(1)}}, infer::bias_add});
     t.push_back({"expand_dims", P::broadcast, 1, 1, {{"num_newaxis", integer(1)}}, infer::expand_dims});
-    t.push_back({"nn.dense", P::out_ewise_fusable, 2, 2, {{"units", none()}, {"out_dtype", string("")}}, infer::dense});
+    t.push_back({"nn.dense",
+                 P::out_ewise_fusable,
+                 2,
+                 2,
+                 {{"units", none()}, {"out_dtype", string("")}},
+                 infer::dense,
+                 K::contraction});
     t.push_back({"nn.matmul",
                  P::out_ewise_fusable,
                  2,
@@ -34,7 +43,8 @@ const std::vector<op_def>& op_table() {
                   {"out_dtype", string("")},
                   {"transpose_a", boolean(false)},
                   {"transpose_b", boolean(false)}},
-                 infer::matmul});
+                 infer::matmul,
+                 K::contraction});
     // BatchMatmulAttrs' C++ defaults are false/false (the Python wrapper passes transpose_b=True,
     // so TVM's text writes it); text from printers before 0.8 meant a x b^T: the parser
     // writes transpose_b=True into such calls (parser.hpp, legacy_batch_matmul).
@@ -43,7 +53,8 @@ const std::vector<op_def>& op_table() {
                  2,
                  2,
                  {{"out_dtype", string("")}, {"transpose_a", boolean(false)}, {"transpose_b", boolean(false)}},
-                 infer::batch_matmul});
+                 infer::batch_matmul,
+                 K::contraction});
     t.push_back({"reshape", P::injective, 1, 1, {{"allowzero", integer(0)}}, infer::reshape});
     t.push_back({"transpose", P::injective, 1, 1, {{"axes", none()}}, infer::transpose});
     t.push_back({"squeeze", P::injective, 1, 1, {{"axis", none()}}, infer::squeeze});
@@ -68,15 +79,17 @@ const std::vector<op_def>& op_table() {
                    1,
                    1,
                    {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}},
-                   infer::reduce});
+                   infer::reduce,
+                   K::row_kernel});
     t.push_back(
         {"variance",
          P::comm_reduce,
          2,
          2,
          {{"axis", none()}, {"keepdims", boolean(false)}, {"exclude", boolean(false)}, {"unbiased", boolean(false)}},
-         infer::variance});
-    t.push_back({"collapse_sum_like", P::comm_reduce, 2, 2, {}, infer::collapse_sum_like});
+         infer::variance,
+         K::row_kernel});
+    t.push_back({"collapse_sum_like", P::comm_reduce, 2, 2, {}, infer::collapse_sum_like, K::row_kernel});
     t.push_back({"broadcast_to", P::broadcast, 1, 1, {{"dtype", string("")}}, infer::broadcast_to});
     t.push_back({"full", P::elemwise, 1, 1, {{"dtype", string("")}}, infer::full});
     t.push_back({"one_hot",
@@ -86,14 +99,15 @@ const std::vector<op_def>& op_table() {
                  {{"depth", integer(1)}, {"axis", integer(-1)}, {"dtype", string("")}},
                  infer::one_hot});
     t.push_back({"broadcast_to_like", P::broadcast, 2, 2, {}, infer::broadcast_to_like});
-    t.push_back({"nn.softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
-    t.push_back({"nn.log_softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax});
+    t.push_back({"nn.softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax, K::row_kernel});
+    t.push_back({"nn.log_softmax", P::out_ewise_fusable, 1, 1, {{"axis", integer(-1)}}, infer::softmax, K::row_kernel});
     t.push_back({"nn.layer_norm",
                  P::none,
                  3,
                  3,
                  {{"axis", integer(-1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}},
-                 infer::layer_norm});
+                 infer::layer_norm,
+                 K::row_kernel});
     t.push_back({"nn.batch_norm",
                  P::out_ewise_fusable,
                  5,
@@ -101,9 +115,9 @@ const std::vector<op_def>& op_table() {
                  {{"axis", integer(1)}, {"epsilon", real(1e-5)}, {"center", boolean(true)}, {"scale", boolean(true)}},
                  infer::batch_norm});
     t.push_back({"nn.dropout", P::opaque, 1, 1, {{"rate", real(0.5)}}, infer::dropout});
-    t.push_back({"annotation.stop_fusion", P::opaque, 1, 1, {}, infer::identity});
-    t.push_back({"on_device", P::opaque, 1, 1, {}, infer::identity});
-    t.push_back({"device_copy", P::opaque, 1, 1, {}, infer::identity});
+    t.push_back({"annotation.stop_fusion", P::opaque, 1, 1, {}, infer::identity, K::pass_through});
+    t.push_back({"on_device", P::opaque, 1, 1, {}, infer::identity, K::pass_through});
+    t.push_back({"device_copy", P::opaque, 1, 1, {}, infer::identity, K::pass_through});
     t.push_back(
         {"qnn.quantize", P::none, 3, 3, {{"axis", integer(-1)}, {"out_dtype", string("int8")}}, infer::qnn_quantize});
     t.push_back({"qnn.dequantize",
@@ -144,9 +158,20 @@ const std::vector<op_def>& op_table() {
 }
 
 const op_def* find_op(std::string_view name) {
-  for (const op_def& d : op_table())
-    if (d.name == name) return &d;
-  return nullptr;
+  // An index by name: the planner asks for every node of programs of 10,000 ops.
+  static const std::unordered_map<std::string_view, const op_def*> index = [] {
+    std::unordered_map<std::string_view, const op_def*> m;
+    for (const op_def& d : op_table()) m.emplace(d.name, &d);
+    return m;
+  }();
+  const auto it = index.find(name);
+  return it == index.end() ? nullptr : it->second;
+}
+
+op_kernel kernel_of(const expr* e) {
+  if (e->kind != expr_kind::call || !e->callee || e->callee->kind != expr_kind::op) return op_kernel::loop;
+  const op_def* d = find_op(e->callee->name);
+  return d ? d->kernel : op_kernel::loop;
 }
 
 std::string supported_ops() {

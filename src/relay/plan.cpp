@@ -11,21 +11,19 @@
 #include <utility>
 #include <vector>
 
+#include "fuse/relay/ops.hpp"
+
 namespace fuse::relay {
 
 namespace {
 
 using plan_detail::is_call_of;
 
-bool is_contraction(const expr* e) { return is_call_of(e, {"nn.dense", "nn.matmul", "nn.batch_matmul"}); }
-bool is_reduction(const expr* e) {
-  return is_call_of(e, {"sum", "mean", "max", "min", "prod", "variance", "collapse_sum_like", "nn.softmax",
-                        "nn.log_softmax", "nn.layer_norm"});
-}
+// The classes of ops come from the registry (fuse/relay/ops.hpp: op_def::kernel).
+bool is_contraction(const expr* e) { return kernel_of(e) == op_kernel::contraction; }
+bool is_reduction(const expr* e) { return kernel_of(e) == op_kernel::row_kernel; }
 /// Nodes that pass their input through (no loop of their own).
-bool is_transparent(const expr* e) {
-  return is_call_of(e, {"annotation.stop_fusion", "on_device", "device_copy", "copy"});
-}
+bool is_transparent(const expr* e) { return kernel_of(e) == op_kernel::pass_through; }
 
 }  // namespace
 

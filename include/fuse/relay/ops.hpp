@@ -24,6 +24,14 @@ namespace fuse::relay {
 /// nn.layer_norm), which the TVM planner mode sees only after legalization.
 using fuse::op_pattern;
 
+/// How fuse's executor runs an op: the planner's classes come from here, not from lists of its own.
+enum class op_kernel {
+  loop,          ///< fused into the loop of a pass (elementwise, broadcast, views, casts)
+  contraction,   ///< dense, matmul, batch_matmul: a GEMM whose epilogue (and prologue) may fuse
+  row_kernel,    ///< reductions, softmax, layer_norm: a kernel of their own over rows
+  pass_through,  ///< annotations and copies: their input as it is, no loop of their own
+};
+
 /// One registered op.
 struct op_def {
   std::string_view name;
@@ -33,6 +41,7 @@ struct op_def {
   /// op_call's accessors.
   std::vector<std::pair<std::string_view, attr_value>> defaults;
   type (*infer)(const op_call&);
+  op_kernel kernel = op_kernel::loop;
 };
 
 // ---- the table -------------------------------------------------------------------------------------
@@ -82,6 +91,9 @@ const std::vector<op_def>& op_table();
 
 /// The op named `name`, or null when it is not supported.
 const op_def* find_op(std::string_view name);
+
+/// How fuse runs the op that call expression e calls (loop for anything that is not an op call).
+op_kernel kernel_of(const expr* e);
 
 /// "add, cast, clip, ..." (sorted), for the unsupported-op error.
 std::string supported_ops();
