@@ -91,12 +91,14 @@ struct operand_memory {
   const void* hi = nullptr;
 
   /// By rows: the expression, the rows [row0, row0 + nrows) now in `owned`, and the context
-  /// that evaluates them.
-  bool lazy = false;
+  /// that evaluates them (set only for a by-rows operand).
   std::optional<E> expr;
   Ctx* ctx = nullptr;
   index_t row0 = -1, nrows = 0;
   std::size_t evaluations = 0;  ///< row blocks evaluated so far
+
+  /// Whether the operand is evaluated by rows, as blocks ask for them.
+  bool lazy() const { return ctx != nullptr; }
 
   /// The rows [i0, i0 + m) of a by-rows operand, contiguous (row stride: the last extent).
   const T* rows(index_t i0, index_t m) {
@@ -129,7 +131,6 @@ struct operand_memory {
         for (std::size_t i = 0; i < reads.size(); ++i)
           clear = clear && !overlaps_any(reads[i].first, reads[i].second, *avoid);
         if (clear) {
-          lazy = true;
           expr.emplace(e);
           ctx = &context;
           str = index_array<R>{ext[R - 1], 1};  // the rows buffer
@@ -276,7 +277,7 @@ struct contract_operands {
                 index_t cs) const {
     using TA = typename A::value_type;
     using Acc = gemm::accumulator_t<TA, Out>;
-    const gemm::strided<TA> a{am.lazy ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
+    const gemm::strided<TA> a{am.lazy() ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
     const Acc* a_packed = nullptr;
     // (Not for bfloat16 where the CPU has vdpbf16ps: its pair kernel packs A in pairs itself.)
     if constexpr (std::is_floating_point_v<Acc> && (std::is_same_v<TA, Acc> || gemm::is_float16_dtype<TA>)&&!(
@@ -285,7 +286,7 @@ struct contract_operands {
       // packing stays within a few MiB. A by-rows operand reuses one buffer for every row
       // block: its origin tells them apart.
       if (shared_rows && m > 4 && m * n * node.k > 32768)
-        a_packed = shared_rows->template rows<Acc>(a.data, am.lazy ? i0 : -1, a.rs, a.cs, m, node.k,
+        a_packed = shared_rows->template rows<Acc>(a.data, am.lazy() ? i0 : -1, a.rs, a.cs, m, node.k,
                                                    [&](Acc* dst) { gemm::pack_a_ahead<Acc>(dst, a, m, node.k); });
     }
     constexpr bool rounded = gemm::is_float16_dtype<Out>;  // a 16-bit result: float sums rounded once

@@ -60,10 +60,6 @@ struct epilogue_context {
     auto* as() {
       return tag == &slot<N>::type_tag ? static_cast<slot<N>*>(this) : nullptr;
     }
-    template <class N>
-    const auto* as() const {
-      return tag == &slot<N>::type_tag ? static_cast<const slot<N>*>(this) : nullptr;
-    }
   };
   template <class N>
   struct slot : slot_base {
@@ -80,12 +76,7 @@ struct epilogue_context {
     T* buffer = nullptr;         ///< the block buffer (in heap_buffer or in the arena)
     index_t rows = 0, cols = 0;  ///< capacity of the block buffer
   };
-  /// A slot and where it lives (the arena or the heap).
-  struct slot_entry {
-    slot_base* p = nullptr;
-    bool in_arena = false;
-  };
-  small_vector<slot_entry, 8> slots;
+  small_vector<slot_base*, 8> slots;  ///< in the arena when they fit, else on the heap
   std::size_t next = 0;
   /// Contraction blocks computed in the current block: a leaf that reads the same block of the
   /// same contraction (split sections used by both outputs of an LSTM cell) reuses it.
@@ -103,8 +94,9 @@ struct epilogue_context {
   std::size_t arena_used = 0;
   ~epilogue_context() {
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      if (slots[i].in_arena) slots[i].p->~slot_base();
-      else delete slots[i].p;
+      const auto* p = reinterpret_cast<const unsigned char*>(slots[i]);
+      if (p >= arena && p < arena + sizeof(arena)) slots[i]->~slot_base();
+      else delete slots[i];
     }
   }
   epilogue_context(const epilogue_context&) = delete;
@@ -135,17 +127,10 @@ struct epilogue_context {
   template <class N>
   slot<N>& next_slot(const N& n) {
     if (next == slots.size()) {
-      slot_entry e;
-      if (void* p = arena_take(sizeof(slot<N>), alignof(slot<N>))) {
-        e.p = ::new (p) slot<N>;
-        e.in_arena = true;
-      } else {
-        e.p = new slot<N>;
-      }
-      static_cast<slot<N>*>(e.p)->node = &n;
-      slots.push_back(e);
+      void* p = arena_take(sizeof(slot<N>), alignof(slot<N>));
+      slots.push_back(p ? ::new (p) slot<N> : new slot<N>);
     }
-    auto* s = slots[next++].p->template as<N>();
+    auto* s = slots[next++]->template as<N>();
     if (!s) throw error("eval: the blocked epilogue met its leaves in another order than in its first block");
     s->node = &n;
     return *s;
@@ -188,7 +173,7 @@ struct epilogue_context {
           const computed& c = done[t];
           if (c.lo[0] != lo[0] || c.len[0] != len[0] || lo[1] < c.lo[1] || lo[1] + len[1] > c.lo[1] + c.len[1])
             continue;
-          const auto* twin = std::as_const(*c.slot).template as<N>();
+          const auto* twin = c.slot->template as<N>();
           if (twin && same_tree(*twin->node, n))
             return leaf_over(twin->buffer, c.len, index_array<2>{twin->cols, 1}, c.lo);
         }
@@ -205,8 +190,7 @@ struct epilogue_context {
         if (!s.ops) {
           // Leaves of one contraction (the sections of a split) share its prepared operands.
           for (std::size_t o = 0; o + 1 < next && !s.ops; ++o)
-            if (const auto* other = std::as_const(*slots[o].p).template as<N>();
-                other && other->ops && same_tree(*other->node, n))
+            if (const auto* other = slots[o]->template as<N>(); other && other->ops && same_tree(*other->node, n))
               s.ops = other->ops;
           if (!s.ops) {
             s.own_ops.emplace(n, outer, &outputs);

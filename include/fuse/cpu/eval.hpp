@@ -125,12 +125,9 @@ struct context {
   }
 };
 
-/// A node evaluated by a kernel of its own when it is the root of eval (contractions,
-/// reductions, softmax, layer_norm); inside a larger tree it is materialised first.
-template <class N>
-concept root_kernel_node = needs_own_kernel<N>;
-
-// The kernel of each such node, by the node's type.
+// The kernel of each node that needs one (needs_own_kernel: contractions, reductions, softmax,
+// layer_norm) when it is the root of an eval, by the node's type; inside a larger tree such a
+// node is materialised first.
 template <class Ctx, class T, std::size_t Q, contract_kind K, class A, class B, class O, std::size_t R>
 void run_root(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K, A, B, O, R>& n) {
   run_contract<Q>(ctx, out, n);
@@ -189,7 +186,7 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
   static_assert(E::rank <= O::rank, "fuse::eval: the expression has a higher rank than the output");
   constexpr std::size_t Q = O::rank;
   using T = typename O::element_type;
-  if constexpr (root_kernel_node<E>) {
+  if constexpr (needs_own_kernel<E>) {
     run_root<Ctx, T, Q>(ctx, tensor_view<T, static_cast<int>(Q)>(out), expr);
   } else {
     run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
@@ -201,7 +198,7 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
 template <class... Opt>
 context<math_mode_t<Opt...>> context_for(const Opt&... opt) {
   context<math_mode_t<Opt...>> ctx;
-  ctx.epilogue_block_elements = fuse::detail::epilogue_block_of(opt...).elements;
+  ctx.epilogue_block_elements = fuse::detail::option_of(epilogue_block{}, opt...).elements;
   return ctx;
 }
 

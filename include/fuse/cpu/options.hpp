@@ -67,26 +67,20 @@ struct math_mode_of<O0, Opt...> {
                                   typename math_mode_of<Opt...>::type>;
 };
 
-inline void pick_streaming(streaming_stores& s, streaming_stores o) { s = o; }
-template <class O>
-void pick_streaming(streaming_stores&, const O&) {}
+/// The last option of type T among opt, or `value` when there is none.
+template <class T, class... Opt>
+T option_of(T value, const Opt&... opt) {
+  (
+      [&] {
+        if constexpr (std::is_same_v<Opt, T>) value = opt;
+      }(),
+      ...);
+  return value;
+}
 
 template <class... Opt>
 streaming_stores streaming_of(const Opt&... o) {
-  streaming_stores s = streaming_stores::automatic;
-  (pick_streaming(s, o), ...);
-  return s;
-}
-
-inline void pick_block(epilogue_block& b, epilogue_block o) { b = o; }
-template <class O>
-void pick_block(epilogue_block&, const O&) {}
-
-template <class... Opt>
-epilogue_block epilogue_block_of(const Opt&... o) {
-  epilogue_block b;
-  (pick_block(b, o), ...);
-  return b;
+  return option_of(streaming_stores::automatic, o...);
 }
 }  // namespace detail
 

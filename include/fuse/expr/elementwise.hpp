@@ -34,11 +34,7 @@ struct map_expr {
   [[no_unique_address]] shape_type shape_;
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
-  FUSE_HD constexpr tuple<const A&...> children() const {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return tuple<const A&...>(fuse::get<I>(args)...);
-    }(std::index_sequence_for<A...>{});
-  }
+  FUSE_HD constexpr tuple<const A&...> children() const { return refs_of(args); }
   /// The same op over other operands (fuse::with_children checks their shapes).
   template <class... C>
   auto with_children(C&&... c) const {

@@ -143,11 +143,21 @@ template <class N>
 inline constexpr bool needs_own_kernel = kind_of<N> == node_kind::reduction || kind_of<N> == node_kind::softmax ||
                                          kind_of<N> == node_kind::layer_norm || kind_of<N> == node_kind::contraction;
 
-/// The children of node n, as a fuse::tuple of const references (empty for leaves).
+/// The children of node n, as a fuse::tuple of const references (empty for the leaf kinds).
 template <class N>
 FUSE_HD constexpr auto children(const N& n) {
-  if constexpr (requires { n.children(); }) return n.children();
-  else return tuple<>{};
+  constexpr node_kind K = kind_of<N>;
+  if constexpr (K == node_kind::leaf || K == node_kind::constant || K == node_kind::packed_weights) return tuple<>{};
+  else return n.children();
+}
+
+/// A tuple of const references to the elements of t: children() of the nodes that hold their
+/// operands in a tuple.
+template <class... T>
+FUSE_HD constexpr tuple<const T&...> refs_of(const tuple<T...>& t) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return tuple<const T&...>(fuse::get<I>(t)...);
+  }(std::index_sequence_for<T...>{});
 }
 
 /// The number of children of node type N.

@@ -91,11 +91,7 @@ struct concat_expr {
   index_array<sizeof...(C) + 1> offsets{};
 
   FUSE_HD constexpr shape_type shape() const { return shape_; }
-  FUSE_HD constexpr tuple<const C&...> children() const {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return tuple<const C&...>(fuse::get<I>(parts)...);
-    }(std::index_sequence_for<C...>{});
-  }
+  FUSE_HD constexpr tuple<const C&...> children() const { return refs_of(parts); }
   template <class... N>
   auto with_children(N&&... c) const {
     return concat_expr<std::remove_cvref_t<N>...>{tuple<std::remove_cvref_t<N>...>(static_cast<N&&>(c)...), shape_,
