@@ -274,14 +274,6 @@ def main(parts):
         rows, worst = fit_table(mp.tanh, "0.625", 7, "tanh", zero_at_origin=True)
         print_table("tanh_table", rows, worst, "tanh.hpp: tanh(j*0.625 + u), |u| <= 0.3125")
         sys.stdout.flush()
-    if "sigmoid" in parts:
-        g = lambda a: 1 / (1 + mp.exp(a))
-        rows, worst = fit_table(g, "1.125", 7, "sigmoid")
-        print_table("sigmoid_table", rows, worst, "sigmoid.hpp: 1/(1 + e^(j*1.125 + u)), |u| <= 0.5625")
-        rows, worst = fit_table(g, "1.125", 7, "sigmoid (split c1)", split_c1=True)
-        print_table("sigmoid_table_split", rows, worst,
-                    "sigmoid.hpp, FMA-less builds: the same with c1 in two floats", split_c1=True)
-        sys.stdout.flush()
     if "erf" in parts:
         rows, worst = fit_table(mp.erf, mp.mpf(65) / 256, 6, "erf", zero_at_origin=True, split_c1=True)
         print_table("erf_table", rows, worst, "erf.hpp: erf(j*65/256 + u), |u| <= 65/512", split_c1=True)
@@ -304,7 +296,7 @@ def main(parts):
             print("  Q: " + ", ".join(hexf(v) for v in q))
 
 
-ALL_PARTS = ("poly", "tanh", "sigmoid", "erf", "erfc", "fast_tanh")
+ALL_PARTS = ("poly", "tanh", "erf", "erfc", "fast_tanh")
 
 if __name__ == "__main__":
     # Optional arguments pick parts (see ALL_PARTS, and explore_fast_erf); default: ALL_PARTS.

@@ -4,13 +4,11 @@
     pip install mpmath numpy
     python3 tools/fit_math_tables.py exp        # exp.hpp: exp2_16_table, exp16_q0/q1   (seconds)
     python3 tools/fit_math_tables.py tanh       # tanh.hpp: tanh_table                   (~1 min)
-    python3 tools/fit_math_tables.py sigmoid    # sigmoid.hpp: sigmoid_table (FMA builds without
-                                                #   AVX-512) (~2 min)
     python3 tools/fit_math_tables.py sigmoid_signed  # sigmoid.hpp: sigmoid_signed_table (AVX-512
                                                 #   and CUDA) (~30 s)
 
 The output is what include/fuse/math/*.hpp hold (FUSE_MATH_TABLE rows). The other polynomials
-and the centred tables (erf, erfc, the FMA-less sigmoid) come from tools/fit_math.py, whose
+and the centred tables (erf, erfc) come from tools/fit_math.py, whose
 Remez exchange and float rounding this script reuses.
 
 Reference-point tables. A function f on [0, T] is cut into intervals; interval j holds a
@@ -205,56 +203,10 @@ def fit_tanh(deg=5):
     print_table("tanh_table", f"tanh.hpp: tanh(t_j + u), degree {deg}", ts, cs, worst)
 
 
-# --- sigmoid: g(a) = 1/(1 + e^a) = sigmoid(-a), uniform intervals of width w -------------------
-SIG_SLACK = mp.mpf(2) ** -12  # k = fma(a, RN(1/w), shifter): the cut points move a little
-
-
-def sig_g(a):
-    return 1 / (1 + mp.exp(a))
-
-
-def sig_dg(a):
-    return -mp.exp(a) / (1 + mp.exp(a)) ** 2
-
-
-def sigmoid_clamp():
-    """The first float where 1 - g rounds to 1 (g <= 2^-25)."""
-    return first_float_at_least(float(mp.log(mp.mpf(2) ** 25 - 1)))
-
-
-def _sig_cell(args):
-    j, w, T, deg = args
-    mp.mp.dps = 30
-    c = j * w
-    lo, hi = max(c - w / 2, 0), min(c + w / 2, T)
-    if j == 0:
-        t, c0, c1 = np.float32(0), np.float32(0.5), np.float32(-0.25)
-    else:
-        try:
-            t, c0, c1 = reference_point(sig_g, float(c), float(hi) / 2, 2 * float(lo), df=sig_dg)
-        except RuntimeError:  # a narrow interval: accept a slope within 2^-4 of an ulp
-            t, c0, c1 = reference_point(sig_g, float(c), float(hi) / 2, 2 * float(lo), df=sig_dg,
-                                        bits1=4, maxn=2000000)
-    mp.mp.dps = 40
-    tt = mp.mpf(float(t))
-    lo_u = mp.mpf(2) ** -30 if j == 0 else lo - tt - SIG_SLACK
-    hi_u = hi - tt + (0 if hi >= T else SIG_SLACK)
-    coeffs, e = fit_fixed_low(sig_g, t, [c0, c1], lo_u, hi_u, deg)
-    return j, float(t), coeffs, e
-
-
-def fit_sigmoid(n, w, deg, name, macro):
-    mp.mp.dps = 50
-    T = mp.mpf(float(sigmoid_clamp()))
-    with Pool(2) as p:
-        res = sorted(p.map(_sig_cell, [(j, mp.mpf(w), T, deg) for j in range(n)]))
-    worst = max(r[3] for r in res)
-    print(f"// sigmoid.hpp: clamp {F.hexf(float(T))}")
-    print_table(name, f"sigmoid.hpp: g(t_j + u) = 1/(1 + e^(t_j + u)), {n} intervals of width {w}, "
-                f"degree {deg}", [r[1] for r in res], [r[2] for r in res], worst, macro)
-
-
 # --- sigmoid, AVX-512 builds: sigmoid itself over [-8.25, 7.75), 32 intervals of width 1/2 ------
+SIG_SLACK = mp.mpf(2) ** -12  # the interval index is x + shifter, rounded: cut points move a little
+
+
 def sig_pos(x):
     return 1 / (1 + mp.exp(-x))
 
@@ -300,12 +252,11 @@ def fit_sigmoid_signed(w="0.5", deg=5):
 PARTS = {
     "exp": fit_exp,
     "tanh": fit_tanh,
-    "sigmoid": lambda: fit_sigmoid(16, "1.125", 7, "sigmoid_table", "FUSE_MATH_TABLE"),
     "sigmoid_signed": fit_sigmoid_signed,
 }
 
 if __name__ == "__main__":
-    parts = sys.argv[1:] or ["exp", "tanh", "sigmoid", "sigmoid_signed"]
+    parts = sys.argv[1:] or ["exp", "tanh", "sigmoid_signed"]
     for part in parts:
         if part not in PARTS:
             sys.exit(f"unknown part {part!r}; one of {', '.join(PARTS)}")
