@@ -195,23 +195,30 @@ FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_
     const auto vs = std::make_tuple(std::get<I>(evs).template load<simd_lanes<A>, Fast>(j, m)...);
     (store_vec<A>(std::get<I>(rows) + j * ostr[I], ostr[I], std::get<I>(vs), m, stream), ...);
   };
-  index_t j = 0;
+  // The general step has one call site (the head that aligns streaming stores, then the tail):
+  // the tree's code is inlined once per kind of load, not once per loop (compile time).
+  index_t head = 0;
   if constexpr (simd::stream_alignment<T0, A> != 0) {
     if (stream && ostr[0] == 1) {
       const auto mis = reinterpret_cast<std::uintptr_t>(std::get<0>(rows)) % simd::stream_alignment<T0, A>;
       if (mis % sizeof(T0) != 0) {
         stream = false;  // an element straddles the alignment: plain stores
       } else if (mis) {
-        j = std::min<index_t>(n, static_cast<index_t>((simd::stream_alignment<T0, A> - mis) / sizeof(T0)));
-        step(std::false_type{}, 0, static_cast<int>(j));
+        head = std::min<index_t>(n, static_cast<index_t>((simd::stream_alignment<T0, A> - mis) / sizeof(T0)));
       }
     }
   } else {
     stream = false;
   }
-  if ((std::get<I>(evs).contiguous_row() && ...))
-    for (; j + W <= n; j += W) step(std::true_type{}, j, W);
-  for (; j < n; j += W) step(std::false_type{}, j, static_cast<int>(std::min<index_t>(W, n - j)));
+  const bool fast = (std::get<I>(evs).contiguous_row() && ...);
+  index_t j = 0;
+  for (index_t end = head;; end = n) {
+    for (; j < end; j += W) step(std::false_type{}, j, static_cast<int>(std::min<index_t>(W, end - j)));
+    if (end == n) break;
+    j = end;  // the head is one partial step
+    if (fast)
+      for (; j + W <= n; j += W) step(std::true_type{}, j, W);
+  }
 }
 
 /// m moved by `origin` in the iteration space: node coordinates of iteration point x + origin.
