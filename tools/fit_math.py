@@ -11,7 +11,7 @@ ones after each rounding so they absorb the rounding error. A final small lattic
 (+-1 float ulp per coefficient) is used for the short exp/log polynomials.
 
 Piecewise tables: f on [0, 15.5 w] is split into 16 intervals centred at j*w (interval 0 is
-[0, w/2]); interval j holds p_j(u) ~ f(j*w + u) for |u| <= w/2 (+2^-12 of slack for the
+[0, w/2]; erf8, for AVX2 and SSE builds: 8 intervals on [0, 7.5 w]); interval j holds p_j(u) ~ f(j*w + u) for |u| <= w/2 (+2^-12 of slack for the
 index rounding), stored as c0_hi, c0_lo, c1, ..., cd: the constant term is carried in two
 floats so that rounding it costs nothing.
 """
@@ -183,12 +183,12 @@ def fit_log(deg_q):
 
 
 # --- piecewise tables ----------------------------------------------------------------------------
-def fit_table(f, w, deg, label, zero_at_origin=False, split_c1=False):
+def fit_table(f, w, deg, label, zero_at_origin=False, split_c1=False, intervals=16):
     w = mp.mpf(w)
     slack = mp.mpf(2) ** -12
     rows = []
     worst = -999
-    for j in range(16):
+    for j in range(intervals):
         center = j * w
         lo = mp.mpf(0) if j == 0 else -w / 2 - slack
         hi = w / 2 + slack
@@ -217,7 +217,9 @@ def fit_table(f, w, deg, label, zero_at_origin=False, split_c1=False):
 
 def print_table(name, rows, worst, comment, split_c1=False):
     print(f"// {comment}; worst interval: relative error 2^{worst:.1f}")
-    print(f"FUSE_MATH_TABLE({name}, {len(rows[0])},")
+    macro = "FUSE_MATH_TABLE" if len(rows) == 16 else "FUSE_MATH_TABLE_N"
+    width = "" if len(rows) == 16 else f" {len(rows)},"
+    print(f"{macro}({name}, {len(rows[0])},{width}")
     print("  {")
     for k in range(len(rows[0])):
         label = "c0_hi" if k == 0 else "c0_lo" if k == 1 else f"c{k - 1}"
@@ -278,6 +280,11 @@ def main(parts):
         rows, worst = fit_table(mp.erf, mp.mpf(65) / 256, 6, "erf", zero_at_origin=True, split_c1=True)
         print_table("erf_table", rows, worst, "erf.hpp: erf(j*65/256 + u), |u| <= 65/512", split_c1=True)
         sys.stdout.flush()
+    if "erf8" in parts:
+        rows, worst = fit_table(mp.erf, mp.mpf(17) / 32, 9, "erf8", zero_at_origin=True, split_c1=True, intervals=8)
+        print_table("erf8_table", rows, worst, "erf.hpp, AVX2 and SSE builds: erf(j*17/32 + u), |u| <= 17/64",
+                    split_c1=True)
+        sys.stdout.flush()
     if "erfc" in parts:
         rows, worst = fit_table(lambda x: mp.erfc(x) * mp.exp(x * x), mp.mpf(21) / 32, 8, "erfcx")
         print_table("erfcx_table", rows, worst, "erf.hpp: erfc(x) e^(x^2) at x = j*21/32 + u, |u| <= 21/64")
@@ -296,7 +303,7 @@ def main(parts):
             print("  Q: " + ", ".join(hexf(v) for v in q))
 
 
-ALL_PARTS = ("poly", "tanh", "erf", "erfc", "fast_tanh")
+ALL_PARTS = ("poly", "tanh", "erf", "erf8", "erfc", "fast_tanh")
 
 if __name__ == "__main__":
     # Optional arguments pick parts (see ALL_PARTS, and explore_fast_erf); default: ALL_PARTS.

@@ -49,7 +49,10 @@ TEST_CASE_TEMPLATE_DEFINE("floating ops on every floating dtype", T, floating) {
     check_unary<T>([](auto&& a) { return gelu(a); }, -9, 9, op_ulps<T>(4), {1e-5, 1e-30});
   }
   SUBCASE("gelu_tanh") {
-    check_unary<T>([](auto&& a) { return gelu_tanh(a); }, -9, 9, op_ulps<T>(4), {1e-5, 1e-30});
+    // x sigmoid(z), z = 1.5958 x (1 + 0.044715 x^2): for x near -9, z near -66 carries ~2.5 ulps
+    // of float rounding (1e-5 absolute), which sigmoid(z) ~ e^z turns into 1e-5 relative; the
+    // float result cannot do better than that (seen at 1.14e-5 with a random seed).
+    check_unary<T>([](auto&& a) { return gelu_tanh(a); }, -9, 9, op_ulps<T>(4), {3e-5, 1e-30});
   }
   SUBCASE("nn.leaky_relu") {
     check_unary<T>([](auto&& a) { return leaky_relu(a, 0.1); }, -50, 50, op_ulps<T>(1));

@@ -3,6 +3,9 @@
 //
 // erf:  a 16-interval piecewise polynomial of degree 6 on |x| <= 3.93 (fuse/math/table.hpp);
 //       interval 0 carries its slope 2/sqrt(pi) in two floats. +-1 from |x| = 3.9192 on.
+//       AVX2 and SSE builds, where a 16-entry lookup costs two permutes and a blend (or a
+//       gather), read an 8-interval table of degree 9 instead (one permute per row): 1.0007
+//       ULP over all floats, 1.65x faster than the 16-interval table on a Zen 3 core.
 // erfc: erfc(a) = e^(-a^2) erfcx(a) for a = |x| <= 10.1, erfcx(a) = e^(a^2) erfc(a) from a
 //       16-interval degree-8 table (smooth, between 0.055 and 1), e^(-a^2) from the exp
 //       reduction with a^2 split exactly into two floats; the product keeps e^(-a^2) as 1 + t
@@ -53,6 +56,35 @@ FUSE_MATH_TABLE(
          0x1.900e8ap-29f, -0x1.dff016p-32f, -0x1.fc37b8p-33f, -0x1.3c5208p-33f, -0x1.b6d1a6p-37f, 0x1.cf159ep-37f,
          -0x1.c5cb30p-39f, 0x1.68b314p-41f, -0x1.2ea3eep-45f, -0x1.a5e5ecp-47f},  // c1_lo
     })
+
+// erf.hpp, AVX2 and SSE builds: erf(j*17/32 + u), |u| <= 17/64; worst interval: relative error 2^-31.4
+FUSE_MATH_TABLE_N(erf8_table, 12, 8,
+                  {
+                      {0.0f, 0x1.1855a6p-1f, 0x1.bbef10p-1f, 0x1.f39bc2p-1f, 0x1.fea422p-1f, 0x1.ffe96ap-1f,
+                       0x1.ffff24p-1f, 0x1.fffffcp-1f},  // c0_hi
+                      {0.0f, -0x1.0c4980p-31f, -0x1.0e8bbap-27f, 0x1.089b54p-27f, -0x1.c976d8p-27f, 0x1.e28262p-27f,
+                       0x1.b50d1ep-28f, -0x1.b6e786p-26f},  // c0_lo
+                      {0x1.20dd76p+0f, 0x1.b3aafcp-1f, 0x1.75a91ap-2f, 0x1.6c7e64p-4f, 0x1.94624ep-7f, 0x1.fe41cep-11f,
+                       0x1.6e2368p-15f, 0x1.2acee4p-20f},  // c1
+                      {-0x1.e04c1ap-29f, -0x1.cee5acp-2f, -0x1.8d03acp-2f, -0x1.2274b8p-3f, -0x1.ada874p-6f,
+                       -0x1.52d7b4p-9f, -0x1.23c436p-13f, -0x1.15cc3ap-18f},  // c2
+                      {-0x1.812746p-2f, -0x1.fa029ep-4f, 0x1.395478p-3f, 0x1.efb892p-4f, 0x1.0ea476p-5f, 0x1.16c194p-8f,
+                       0x1.26bf02p-12f, 0x1.4be74ap-17f},  // c3
+                      {0x1.fbcb24p-24f, 0x1.77cd44p-3f, 0x1.88e1aap-5f, -0x1.92c806p-5f, -0x1.afe578p-6f,
+                       -0x1.39bf7cp-8f, -0x1.a51facp-12f, -0x1.1d6e22p-16f},  // c4
+                      {0x1.ce2cc8p-4f, -0x1.fa2baep-10f, -0x1.0f7c48p-4f, -0x1.4548d2p-8f, 0x1.997428p-7f,
+                       0x1.f3766cp-9f, 0x1.c081b0p-12f, 0x1.76c794p-16f},  // c5
+                      {0x1.87a526p-16f, -0x1.8deed6p-5f, 0x1.5db3d2p-7f, 0x1.0211ecp-6f, -0x1.dd1d5ep-10f,
+                       -0x1.12ffdcp-9f, -0x1.6c3f28p-12f, -0x1.83ebd6p-16f},  // c6
+                      {-0x1.ba760ap-6f, 0x1.000530p-7f, 0x1.9af278p-7f, -0x1.885a04p-8f, -0x1.ea6c00p-10f,
+                       0x1.66f140p-11f, 0x1.c20352p-13f, 0x1.4346fap-16f},  // c7
+                      {0x1.e40f16p-12f, 0x1.2b34b2p-7f, -0x1.623a06p-8f, -0x1.10cfcep-10f, 0x1.64dfacp-10f,
+                       0x1.e22bbep-18f, -0x1.94740ap-14f, -0x1.c41c1ep-17f},  // c8
+                      {0x1.28ae08p-8f, -0x1.3e8d86p-9f, -0x1.2affa0p-10f, 0x1.847c16p-10f, -0x1.1af578p-12f,
+                       -0x1.162838p-13f, 0x1.af556cp-16f, 0x1.deaedap-18f},  // c9
+                      {-0x1.f6aa64p-25f, 0x1.8f5be6p-26f, 0x1.01368ap-27f, 0x1.b20c08p-29f, 0x1.477974p-33f,
+                       -0x1.84c014p-36f, 0x1.c1b548p-42f, -0x1.be29e4p-45f},  // c1_lo
+                  })
 
 // erf.hpp: erfc(x) e^(x^2) at x = j*21/32 + u, |u| <= 21/64; worst interval: relative error 2^-26.6
 FUSE_MATH_TABLE(
@@ -110,7 +142,12 @@ template <class Mode = fuse::accurate_math_t, class V>
 FUSE_HD FUSE_FORCE_INLINE V erf(V x) noexcept {
   using P = prims<V>;
   const V a = P::abs_clamp(x, 3.93f);
+#if FUSE_MATH_WIDE_TABLES
   const auto y = detail::piecewise<6, true>(FUSE_MATH_TABLE_REF(detail::erf_table), a, 0x1.04p-2f, 0x1.f81f82p+1f);
+#else
+  // 8 wider intervals of higher degree: one permute per row on AVX2 instead of two and a blend.
+  const auto y = detail::piecewise<9, true>(FUSE_MATH_TABLE_REF(detail::erf8_table), a, 0x1.1p-1f, 0x1.e1e1e2p+0f);
+#endif
   return P::or_sign_nan(y.sum(), x);
 }
 

@@ -109,6 +109,12 @@ struct prims<float> {
     return row[detail::bits_of(k) & 15u];
   }
 
+  /// row[j] with j the low 3 bits of k's bit pattern: one permute per 8 lanes on AVX2 (the
+  /// tables of builds without a wide permute).
+  FUSE_HD static FUSE_FORCE_INLINE float lookup8(const float* row, float k) noexcept {
+    return row[detail::bits_of(k) & 7u];
+  }
+
   FUSE_HD static FUSE_FORCE_INLINE float lookup32(const float* row, float k) noexcept {
     return row[detail::bits_of(k) & 31u];
   }

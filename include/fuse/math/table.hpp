@@ -45,17 +45,30 @@ struct split_value {
   FUSE_HD FUSE_FORCE_INLINE V sum() const noexcept { return hi + small; }
 };
 
+/// Row r of a table of 8, 16 or 32 intervals at the interval index in k's low bits.
+template <std::size_t Width, class V>
+FUSE_HD FUSE_FORCE_INLINE V table_row(const float (*t)[Width], int r, V k) noexcept {
+  static_assert(Width == 8 || Width == 16 || Width == 32, "fuse math tables hold 8, 16 or 32 intervals");
+  if constexpr (Width == 8) {
+    return prims<V>::lookup8(t[r], k);
+  } else if constexpr (Width == 16) {
+    return prims<V>::lookup16(t[r], k);
+  } else {
+    return prims<V>::lookup32(t[r], k);
+  }
+}
+
 /// Evaluates table t (rows c0_hi, c0_lo, c1..c<Deg>, and c1_lo when SplitC1) at a >= 0
-/// (a <= 15.5 w + w/2). inv_w ~ 1/w only has to pick an interval; u = a - j*w is exact
+/// (a <= (Width - 1/2) w). inv_w ~ 1/w only has to pick an interval; u = a - j*w is exact
 /// because j*w has few bits (w does) and lies within a factor 2 of a. SplitC1 carries c1 in
 /// two floats too, for a function whose slope at 0 is not a float (erf: 2/sqrt(pi)).
-template <int Deg, bool SplitC1 = false, class V>
-FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, float w, float inv_w) noexcept {
-  static_assert(Deg >= 6 && Deg <= 8, "piecewise: Estrin is spelled out for degrees 6 to 8");
+template <int Deg, bool SplitC1 = false, std::size_t Width, class V>
+FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[Width], V a, float w, float inv_w) noexcept {
+  static_assert(Deg >= 6 && Deg <= 9, "piecewise: Estrin is spelled out for degrees 6 to 9");
   using P = prims<V>;
   const V k = P::fma(a, V(inv_w), V(round_shifter));
   const V u = P::fma(k - V(round_shifter), V(-w), a);
-  const auto c = [&](int i) { return P::lookup16(t[i + 1], k); };  // c(i) = c_i, i >= 1
+  const auto c = [&](int i) { return table_row(t, i + 1, k); };  // c(i) = c_i, i >= 1
   const V u2 = u * u;
   const V u4 = u2 * u2;
   const V p23 = P::fma(c(3), u, c(2));
@@ -65,30 +78,21 @@ FUSE_HD FUSE_FORCE_INLINE split_value<V> piecewise(const float (*t)[16], V a, fl
     r = P::fma(u4, c(6), r);
   } else if constexpr (Deg == 7) {
     r = P::fma(u4, P::fma(c(7), u, c(6)), r);
-  } else {
+  } else if constexpr (Deg == 8) {
     r = P::fma(u4, P::fma(u2, c(8), P::fma(c(7), u, c(6))), r);
+  } else {
+    r = P::fma(u4, P::fma(u2, P::fma(c(9), u, c(8)), P::fma(c(7), u, c(6))), r);
   }
-  const V c0_lo = P::lookup16(t[1], k);
+  const V c0_lo = table_row(t, 1, k);
   if constexpr (SplitC1) {
     // c1 u + (u^2 R + (c1_lo u + c0_lo)): one rounding of the whole small part, which is the
     // result itself in interval 0, where c0 = 0.
-    const V lo = P::fma(P::lookup16(t[Deg + 2], k), u, c0_lo);
-    return {P::lookup16(t[0], k), P::fma(c(1), u, P::fma(u2, r, lo))};
+    const V lo = P::fma(table_row(t, Deg + 2, k), u, c0_lo);
+    return {table_row(t, 0, k), P::fma(c(1), u, P::fma(u2, r, lo))};
   } else {
     // u^2 R + (c1 u + c0_lo): one step shorter. c1 u is rounded on its own, which costs
     // nothing when c1 = 1 (tanh's interval 0) or c0 dominates (every other interval).
-    return {P::lookup16(t[0], k), P::fma(u2, r, P::fma(c(1), u, c0_lo))};
-  }
-}
-
-/// Row r of a table of 16 or 32 intervals at the interval index in k's low bits.
-template <std::size_t Width, class V>
-FUSE_HD FUSE_FORCE_INLINE V table_row(const float (*t)[Width], int r, V k) noexcept {
-  static_assert(Width == 16 || Width == 32, "fuse math tables hold 16 or 32 intervals");
-  if constexpr (Width == 16) {
-    return prims<V>::lookup16(t[r], k);
-  } else {
-    return prims<V>::lookup32(t[r], k);
+    return {table_row(t, 0, k), P::fma(u2, r, P::fma(c(1), u, c0_lo))};
   }
 }
 
