@@ -132,70 +132,6 @@ void copy_kernel(benchmark::State& state) {
   CUDA_CHECK(cudaFree(b));
 }
 
-void seed_tree_naive(benchmark::State& state) {
-  float *x, *bias, *out;
-  CUDA_CHECK(cudaMalloc(&x, sizeof(float) * rows * 3 * cols));
-  CUDA_CHECK(cudaMalloc(&bias, sizeof(float) * cols));
-  CUDA_CHECK(cudaMalloc(&out, sizeof(float) * rows * cols));
-  {
-    std::vector<float> h(static_cast<std::size_t>(rows * 3 * cols));
-    for (std::size_t i = 0; i < h.size(); ++i) h[i] = static_cast<float>((i * 2654435761u) % 1000) * 0.004f - 2.0f;
-    CUDA_CHECK(cudaMemcpy(x, h.data(), sizeof(float) * h.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(bias, h.data(), sizeof(float) * cols, cudaMemcpyHostToDevice));
-  }
-  auto xv = fuse::view(static_cast<const float*>(x), {rows, 3 * cols});
-  auto bv = fuse::view(static_cast<const float*>(bias), {cols});
-  auto s = fuse::split<3>(xv, 1);
-  auto e = fuse::cast<float>(fuse::cast<fuse::half>(fuse::sigmoid(s[0]) + fuse::tanh(s[1]) * fuse::exp(s[2]) + bv));
-  auto bound = fuse::test::cuda::bind_2d(e, rows, cols);
-  events ev;
-  for (auto _ : state) {
-    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
-    fuse::test::cuda::naive_eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256, 0, stream()>>>(
-        bound, out, rows, cols);
-    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
-    state.SetIterationTime(ev.seconds());
-  }
-  CUDA_CHECK(cudaGetLastError());
-  report_bandwidth(state, sizeof(float) * (4.0 * rows * cols + cols));
-  CUDA_CHECK(cudaFree(x));
-  CUDA_CHECK(cudaFree(bias));
-  CUDA_CHECK(cudaFree(out));
-}
-
-/// bind()'s row form: row r from blockIdx.y, columns 4 t .. 4 t + 3 from the thread.
-template <class Ev>
-__global__ void rows_eval_kernel(Ev ev, float* out, fuse::index_t cols) {
-  const fuse::index_t r = blockIdx.y;
-  const fuse::index_t j0 = (static_cast<fuse::index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
-  if (j0 >= cols) return;
-  const fuse::index_t x[2] = {r, 0};
-  ev.row(x);
-  float* o = out + r * cols;
-#pragma unroll
-  for (int k = 0; k < 4; ++k)
-    if (j0 + k < cols) o[j0 + k] = static_cast<float>(ev.get(j0 + k));
-}
-
-/// The seed tree by hand: float4 loads of the three gates and the bias, float4 stores.
-template <class Mode>
-__device__ inline float seed_gate(float a, float b, float g, float bias) {
-  const float v = fuse::math::sigmoid<Mode>(a) + fuse::math::tanh<Mode>(b) * fuse::math::exp<Mode>(g) + bias;
-  return static_cast<float>(fuse::half(v));
-}
-
-template <class Mode>
-__global__ void seed_tree_vec4_kernel(const float4* __restrict__ x, const float4* __restrict__ bias,
-                                      float4* __restrict__ out, int cols4) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= cols4) return;
-  const float4* xr = x + static_cast<std::size_t>(blockIdx.y) * 3 * cols4;
-  const float4 a = xr[c], b = xr[cols4 + c], g = xr[2 * cols4 + c], bb = bias[c];
-  out[static_cast<std::size_t>(blockIdx.y) * cols4 + c] =
-      make_float4(seed_gate<Mode>(a.x, b.x, g.x, bb.x), seed_gate<Mode>(a.y, b.y, g.y, bb.y),
-                  seed_gate<Mode>(a.z, b.z, g.z, bb.z), seed_gate<Mode>(a.w, b.w, g.w, bb.w));
-}
-
 /// The seed tree's inputs on the device, and the naive kernel's result to compare with.
 struct seed_inputs {
   float *x = nullptr, *bias = nullptr, *out = nullptr, *want = nullptr;
@@ -231,6 +167,54 @@ struct seed_inputs {
     state.counters["differ_from_naive"] = differ;
   }
 };
+
+void seed_tree_naive(benchmark::State& state) {
+  seed_inputs in;
+  auto bound = fuse::test::cuda::bind_2d(in.tree(), rows, cols);
+  events ev;
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    fuse::test::cuda::naive_eval_kernel<<<static_cast<unsigned>((rows * cols + 255) / 256), 256, 0, stream()>>>(
+        bound, in.out, rows, cols);
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    state.SetIterationTime(ev.seconds());
+  }
+  CUDA_CHECK(cudaGetLastError());
+  report_bandwidth(state, sizeof(float) * (4.0 * rows * cols + cols));
+}
+
+/// bind()'s row form: row r from blockIdx.y, columns 4 t .. 4 t + 3 from the thread.
+template <class Ev>
+__global__ void rows_eval_kernel(Ev ev, float* out, fuse::index_t cols) {
+  const fuse::index_t r = blockIdx.y;
+  const fuse::index_t j0 = (static_cast<fuse::index_t>(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+  if (j0 >= cols) return;
+  const fuse::index_t x[2] = {r, 0};
+  ev.row(x);
+  float* o = out + r * cols;
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    if (j0 + k < cols) o[j0 + k] = static_cast<float>(ev.get(j0 + k));
+}
+
+/// The seed tree by hand: float4 loads of the three gates and the bias, float4 stores.
+template <class Mode>
+__device__ inline float seed_gate(float a, float b, float g, float bias) {
+  const float v = fuse::math::sigmoid<Mode>(a) + fuse::math::tanh<Mode>(b) * fuse::math::exp<Mode>(g) + bias;
+  return static_cast<float>(fuse::half(v));
+}
+
+template <class Mode>
+__global__ void seed_tree_vec4_kernel(const float4* __restrict__ x, const float4* __restrict__ bias,
+                                      float4* __restrict__ out, int cols4) {
+  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+  if (c >= cols4) return;
+  const float4* xr = x + static_cast<std::size_t>(blockIdx.y) * 3 * cols4;
+  const float4 a = xr[c], b = xr[cols4 + c], g = xr[2 * cols4 + c], bb = bias[c];
+  out[static_cast<std::size_t>(blockIdx.y) * cols4 + c] =
+      make_float4(seed_gate<Mode>(a.x, b.x, g.x, bb.x), seed_gate<Mode>(a.y, b.y, g.y, bb.y),
+                  seed_gate<Mode>(a.z, b.z, g.z, bb.z), seed_gate<Mode>(a.w, b.w, g.w, bb.w));
+}
 
 void seed_tree_rows(benchmark::State& state) {
   seed_inputs in;

@@ -1,14 +1,9 @@
 // The arithmetic op test case, applied to the floating dtypes in test_ops_arith.cpp and to the
 // integer ones in test_ops_arith_int.cpp: one translation unit for all eight took 1.5 GB of
-// compiler memory. (A test-only header: its using-directives serve those two files.)
+// compiler memory.
 #pragma once
 
 #include "expr/op_checks.hpp"
-
-using namespace fuse;
-using namespace fuse::test::ops;
-using fuse::test::expect_matches;
-using fuse::test::tolerance;
 
 TEST_CASE_TEMPLATE_DEFINE("arithmetic ops on every numeric dtype", T, arithmetic) {
   const double lo = is_integer_dtype<T> ? -1e9 : -50, hi = is_integer_dtype<T> ? 1e9 : 50;

@@ -1,15 +1,9 @@
 // The comparison and cast test cases, applied to the floating dtypes (and bool) in
 // test_ops_cmp_cast.cpp and to the integer ones in test_ops_cmp_cast_int.cpp: one translation
-// unit for all of them took 1.3 GB of compiler memory. (A test-only header: its
-// using-directives serve those two files.)
+// unit for all of them took 1.3 GB of compiler memory.
 #pragma once
 
 #include "expr/op_checks.hpp"
-
-using namespace fuse;
-using namespace fuse::test::ops;
-using fuse::test::expect_matches;
-using fuse::test::tolerance;
 
 TEST_CASE_TEMPLATE_DEFINE("comparisons give bool on every dtype", T, comparisons) {
   const double lo = -20, hi = 20;  // small ranges so that equal values occur

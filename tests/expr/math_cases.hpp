@@ -1,14 +1,9 @@
 // The floating op test case, applied to float and double in test_ops_math.cpp and to the
 // 16-bit floating dtypes in test_ops_math_half.cpp: one translation unit for all four took
-// 1.0 GB of compiler memory. (A test-only header: its using-directives serve those two files.)
+// 1.0 GB of compiler memory.
 #pragma once
 
 #include "expr/op_checks.hpp"
-
-using namespace fuse;
-using namespace fuse::test::ops;
-using fuse::test::expect_matches;
-using fuse::test::tolerance;
 
 TEST_CASE_TEMPLATE_DEFINE("floating ops on every floating dtype", T, floating) {
   // float32 results of the accurate math are within 2 ULP of the correctly rounded value.

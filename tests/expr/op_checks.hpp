@@ -92,3 +92,10 @@ void check_binary(Make make, double lo, double hi, double max_ulps, tolerance to
 }
 
 }  // namespace fuse::test::ops
+
+// Every op test file works in these names; they are declared here once (a test-only header) so
+// that the files and the shared case headers do not repeat them.
+using namespace fuse;
+using namespace fuse::test::ops;
+using fuse::test::expect_matches;
+using fuse::test::tolerance;

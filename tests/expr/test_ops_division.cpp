@@ -7,10 +7,6 @@
 
 #include "expr/op_checks.hpp"
 
-using namespace fuse;
-using namespace fuse::test::ops;
-using fuse::test::expect_matches;
-
 namespace {
 
 /// op(a, b) of dtype T against model(a, b) computed in T's compute type, bit for bit (NaN as

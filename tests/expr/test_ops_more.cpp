@@ -6,10 +6,6 @@
 
 #include "expr/op_checks.hpp"
 
-using namespace fuse;
-using namespace fuse::test::ops;
-using fuse::test::expect_matches;
-
 // The thirteen share one form (FUSE_DOUBLE_UNARY): every one on float32 with edges and a strided
 // view, and one of them on the other floating dtypes (each instantiation costs compile time).
 TEST_CASE("the C library's functions, per lane in double: edges and strided views") {

@@ -213,9 +213,12 @@ FUSE_FORCE_INLINE void run_row(Outs& rows, const index_t* ostr, Evs& evs, index_
   const bool fast = (std::get<I>(evs).contiguous_row() && ...);
   index_t j = 0;
   for (index_t end = head;; end = n) {
-    for (; j < end; j += W) step(std::false_type{}, j, static_cast<int>(std::min<index_t>(W, end - j)));
+    while (j < end) {
+      const int m = static_cast<int>(std::min<index_t>(W, end - j));
+      step(std::false_type{}, j, m);
+      j += m;
+    }
     if (end == n) break;
-    j = end;  // the head is one partial step
     if (fast)
       for (; j + W <= n; j += W) step(std::true_type{}, j, W);
   }

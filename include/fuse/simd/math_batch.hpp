@@ -133,19 +133,13 @@ struct prims<xsimd::batch<float, A>> {
   }
 
   /// row[k's bits & 7] for an 8-entry row: one vpermps on AVX2 (which reads the low 3 bits).
+  /// Only builds without wide tables read 8-entry rows, and an AVX-512 build always has them.
   static FUSE_FORCE_INLINE V lookup8(const float* row, V k) noexcept {
-    if constexpr (is512) {
-      const __m512i idx = _mm512_and_si512(_mm512_castps_si512(k), _mm512_set1_epi32(7));
-      return _mm512_permutexvar_ps(idx, _mm512_castps256_ps512(_mm256_loadu_ps(row)));
-    }
+    static_assert(!is512, "fuse math: AVX-512 builds read the 16-interval tables (FUSE_MATH_WIDE_TABLES)");
 #if defined(__AVX2__)
-    else if constexpr (is256) {
-      return _mm256_permutevar8x32_ps(_mm256_loadu_ps(row), _mm256_castps_si256(k));
-    }
+    if constexpr (is256) return _mm256_permutevar8x32_ps(_mm256_loadu_ps(row), _mm256_castps_si256(k));
 #endif
-    else {
-      return gather(row, k, 7u);
-    }
+    return gather(row, k, 7u);
   }
 
   /// row[k's bits & 31] for a 32-entry row: one vpermt2ps on AVX-512, two 16-entry lookups and
