@@ -32,6 +32,7 @@ ROOMS = {
     'simd': {'core', 'math', 'expr'},
     'bind': {'core', 'math', 'expr'},
     'cpu': {'core', 'math', 'expr', 'simd', 'bind'},
+    'cuda': {'core', 'math', 'expr', 'bind'},
     'relay': {'core', 'expr'},
 }
 

@@ -26,6 +26,15 @@
 #define FUSE_DEVICE_PASS 0
 #endif
 
+// `#pragma GCC unroll n` for the host compiler. nvcc's front end does not know that pragma
+// (warning 1675) and a .cu file may include the CPU executor, so under nvcc it is left out.
+#define FUSE_PRAGMA(x) _Pragma(#x)
+#if defined(__CUDACC__)
+#define FUSE_UNROLL(n)
+#else
+#define FUSE_UNROLL(n) FUSE_PRAGMA(GCC unroll n)
+#endif
+
 // Placed after a lambda's parameter list: `[&](int i) FUSE_LAMBDA_INLINE { ... }`.
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define FUSE_LAMBDA_INLINE __attribute__((always_inline))

@@ -48,7 +48,7 @@ using byte_ranges = small_vector<std::pair<const void*, const void*>, 8>;
 /// Does [lo, hi) overlap any of `ranges`?
 inline bool overlaps_any(const void* lo, const void* hi, const byte_ranges& ranges) {
   for (std::size_t i = 0; i < ranges.size(); ++i)
-    if (overlaps(lo, hi, ranges[i].first, ranges[i].second)) return true;
+    if (bind::overlaps(lo, hi, ranges[i].first, ranges[i].second)) return true;
   return false;
 }
 
@@ -329,8 +329,7 @@ void run_contract(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contr
       K == contract_kind::batch_matmul ? std::optional<index_t>(ostr[1]) : detail::flat_stride(oext, ostr, R - 1);
   const void *olo = nullptr, *ohi = nullptr;
   bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
-  if (!out_rows || detail::overlaps(olo, ohi, ops.am.lo, ops.am.hi) ||
-      detail::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
+  if (!out_rows || bind::overlaps(olo, ohi, ops.am.lo, ops.am.hi) || bind::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
     tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
     run_contract<R>(ctx, tmp.view(), node);

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "fuse/core/error.hpp"
+#include "fuse/bind/outputs.hpp"
 #include "fuse/core/tensor.hpp"
 #include "fuse/cpu/contract.hpp"
 #include "fuse/cpu/epilogue.hpp"
@@ -33,68 +34,6 @@
 #include "fuse/expr/reduce.hpp"
 
 namespace fuse {
-
-// ---- outputs ----------------------------------------------------------------------------------------------
-
-template <class Out, class T>
-inline constexpr bool output_is_writable = !std::is_const_v<T>;
-
-/// The writable view an output argument becomes: a tensor, a non-const tensor_view, a view
-/// made by split/transpose/... of those, a reshape of one whose layout allows it, or a foreign
-/// container (Eigen) with a view_traits specialisation.
-template <class X>
-auto as_output(X&& x) {
-  using D = std::remove_cvref_t<X>;
-  if constexpr (is_tensor<D>::value) {
-    static_assert(!std::is_const_v<std::remove_reference_t<X>>, "fuse::eval: the output tensor is const");
-    return x.view();
-  } else if constexpr (is_tensor_view<D>::value) {
-    static_assert(output_is_writable<D, typename D::element_type>,
-                  "fuse::eval: the output is a view of const elements; it cannot be written");
-    return tensor_view<typename D::element_type, shape_param_v<typename D::shape_type>>(x);
-  } else if constexpr (is_reshape_view<D>::value) {
-    auto inner = as_output(x.child);
-    using V = decltype(inner);
-    constexpr std::size_t R = D::rank;
-    index_array<R> s{};
-    if (!bind::detail::reshape_strides(inner.shape().array(), inner.strides(), x.shape().array(), s))
-      throw_shape_error("eval: the output reshape to ", x.shape().array(), " of a view of shape ",
-                        inner.shape().array(), " cannot be expressed with strides (the view is not contiguous enough)");
-    return tensor_view<typename V::element_type, static_cast<int>(R)>(inner.data(), x.shape(), s);
-  } else if constexpr (foreign_viewable<X>) {
-    return as_output(view_traits<D>::view(x));
-  } else {
-    static_assert(sizeof(D) == 0, "fuse::eval: this output is not a tensor, a writable view or a viewable container");
-  }
-}
-
-template <class... O>
-struct outputs_t {
-  std::tuple<O...> views;
-};
-template <class T>
-inline constexpr bool is_outputs = false;
-template <class... O>
-inline constexpr bool is_outputs<outputs_t<O...>> = true;
-/// Several outputs for one pass: fuse::eval(fuse::outputs(a, b), expr_a, expr_b).
-template <class... X>
-auto outputs(X&&... x) {
-  return outputs_t<decltype(as_output(static_cast<X&&>(x)))...>{{as_output(static_cast<X&&>(x))...}};
-}
-
-template <class Out, class Expr>
-inline constexpr bool output_dtype_matches_expression = std::is_same_v<Out, Expr>;
-
-template <class OutShape, class ExprShape>
-inline constexpr bool static_expression_shape_fits_output = [] {
-  if constexpr (OutShape::is_static && ExprShape::is_static) {
-    if (ExprShape::rank > OutShape::rank) return false;
-    constexpr auto r = fuse::detail::static_broadcast<ExprShape, OutShape>();
-    return r.ok && r.extents == OutShape::extents;
-  } else {
-    return true;
-  }
-}();
 
 namespace cpu {
 
@@ -178,12 +117,7 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
   auto&& expr = as_node(static_cast<Expr&&>(expr_));  // the tree lives until eval returns
   using O = decltype(out);
   using E = std::remove_cvref_t<decltype(expr)>;
-  static_assert(output_dtype_matches_expression<typename O::value_type, typename E::value_type>,
-                "fuse::eval: the output's dtype differs from the expression's (the note names both); "
-                "convert with fuse::cast<T>(...)");
-  static_assert(static_expression_shape_fits_output<typename O::shape_type, typename E::shape_type>,
-                "fuse::eval: the expression's static shape does not broadcast to the output's");
-  static_assert(E::rank <= O::rank, "fuse::eval: the expression has a higher rank than the output");
+  check_output<O, E>();
   constexpr std::size_t Q = O::rank;
   using T = typename O::element_type;
   if constexpr (needs_own_kernel<E>) {
@@ -210,14 +144,21 @@ template <class Out, class Expr, class... Opt>
   requires(!is_outputs<std::remove_cvref_t<Out>> && (is_eval_option<std::remove_cvref_t<Opt>> && ...) &&
            !is_eval_option<std::remove_cvref_t<Expr>>)
 eval_statistics eval(Out&& out, Expr&& expr, const Opt&... opt) {
+#if !FUSE_DEVICE_PASS  // host code only: see fuse::eval(outputs...) below
   auto ctx = cpu::context_for(opt...);
   cpu::eval_with(ctx, static_cast<Out&&>(out), static_cast<Expr&&>(expr), fuse::detail::streaming_of(opt...));
   return ctx.stats;
+#else
+  return {};
+#endif
 }
 
 /// Evaluates one expression per output, all in the same pass (trailing options allowed).
 template <class... O, class... Args>
 eval_statistics eval(outputs_t<O...> outs, Args&&... args) {
+  // In nvcc's device pass of a .cu file the body (xsimd vectors) must not be instantiated: it is
+  // host code, and the device pass rejects vector types in the functions it would reach.
+#if !FUSE_DEVICE_PASS
   constexpr std::size_t N = sizeof...(O);
   static_assert(sizeof...(Args) >= N, "fuse::eval: give one expression per output");
   auto all = std::forward_as_tuple(static_cast<Args&&>(args)...);
@@ -226,17 +167,16 @@ eval_statistics eval(outputs_t<O...> outs, Args&&... args) {
                   "fuse::eval: after the expressions only options may follow");
     auto ctx = cpu::context_for(std::get<N + J>(all)...);
     auto exprs = std::make_tuple(as_expr(std::get<I>(all))...);
+    check_outputs<std::tuple<O...>, decltype(exprs)>();
     constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
-    static_assert(((O::rank == Q) && ...), "fuse::eval: outputs of one pass must have the same rank");
-    static_assert((output_dtype_matches_expression<typename O::value_type,
-                                                   typename std::tuple_element_t<I, decltype(exprs)>::value_type> &&
-                   ...),
-                  "fuse::eval: an output's dtype differs from its expression's; convert with fuse::cast<T>(...)");
     cpu::run_elementwise<Q>(
         ctx, std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(std::get<I>(outs.views))...),
         exprs, fuse::detail::streaming_of(std::get<N + J>(all)...));
     return ctx.stats;
   }(std::make_index_sequence<N>{}, std::make_index_sequence<sizeof...(Args) - N>{});
+#else
+  return {};
+#endif
 }
 
 /// Evaluates `expr` into a new tensor of its shape and dtype.

@@ -345,7 +345,7 @@ void micro_kernel(index_t kc, const Acc* __restrict Ap, const Acc* __restrict Bp
   V acc[P][NRV];
   for (int r = 0; r < P; ++r)
     for (int v = 0; v < NRV; ++v) acc[r][v] = V(Acc(0));
-#pragma GCC unroll 4
+  FUSE_UNROLL(4)
   for (index_t k = 0; k < kc; ++k) {
     V bv[NRV];
     for (int v = 0; v < NRV; ++v) bv[v] = V::load_aligned(Bp + k * NR + v * W);

@@ -257,21 +257,20 @@ void pair_micro_kernel(index_t kp, const std::uint32_t* __restrict Ap, const std
     static_assert(W == 16, "fuse: the vdpbf16ps kernel works on 512-bit vectors");
     // Raw registers: the P x NRV accumulators must stay in registers across the loop.
     __m512 sum[P][NRV];
-#pragma GCC unroll 16
-    for (int r = 0; r < P; ++r)
-#pragma GCC unroll 4
-      for (int v = 0; v < NRV; ++v) sum[r][v] = _mm512_setzero_ps();
-#pragma GCC unroll 2
+    FUSE_UNROLL(16)
+    for (int r = 0; r < P; ++r) FUSE_UNROLL(4)
+    for (int v = 0; v < NRV; ++v) sum[r][v] = _mm512_setzero_ps();
+    FUSE_UNROLL(2)
     for (index_t p = 0; p < kp; ++p) {
       __m512bh bv[NRV];
-#pragma GCC unroll 4
+      FUSE_UNROLL(4)
       for (int v = 0; v < NRV; ++v) bv[v] = (__m512bh)_mm512_load_si512(Bp + p * NR + v * W);
       if constexpr (P <= 4) stream_ahead(Bp + p * NR);
       const std::uint32_t* ap = Ap + p * P;
-#pragma GCC unroll 16
+      FUSE_UNROLL(16)
       for (int r = 0; r < P; ++r) {
         const __m512bh av = (__m512bh)_mm512_set1_epi32(static_cast<int>(ap[r]));
-#pragma GCC unroll 4
+        FUSE_UNROLL(4)
         for (int v = 0; v < NRV; ++v) sum[r][v] = _mm512_dpbf16_ps(sum[r][v], av, bv[v]);
       }
     }
@@ -283,7 +282,7 @@ void pair_micro_kernel(index_t kp, const std::uint32_t* __restrict Ap, const std
   } else {
     // The instruction's two steps in float FMAs: the odd k's product first, then the even one's.
     const U high(0xFFFF0000u);
-#pragma GCC unroll 2
+    FUSE_UNROLL(2)
     for (index_t p = 0; p < kp; ++p) {
       V b_even[NRV], b_odd[NRV];
       for (int v = 0; v < NRV; ++v) {

@@ -341,32 +341,31 @@ FUSE_FORCE_INLINE void micro_kernel(index_t kg, const unsigned char* ap, const u
   using V = typename isa::V;
   constexpr int MR = isa::MR, NRV = isa::NRV, W = isa::W, NR = W * NRV;
   V acc[ROWS][NRV];
-#pragma GCC unroll 4
+  FUSE_UNROLL(4)
   for (int v = 0; v < NRV; ++v) {
     const V c0 = CORR ? isa::load(bp + (kg * NR + v * W) * 4) : isa::zero();
-#pragma GCC unroll 12
+    FUSE_UNROLL(12)
     for (int r = 0; r < ROWS; ++r) acc[r][v] = c0;
   }
   for (index_t g = 0; g < kg; ++g) {
     V bv[NRV];
-#pragma GCC unroll 4
+    FUSE_UNROLL(4)
     for (int v = 0; v < NRV; ++v) bv[v] = isa::load(bp + (g * NR + v * W) * 4);
     const unsigned char* ag = ap + g * MR * 4;
-#pragma GCC unroll 12
+    FUSE_UNROLL(12)
     for (int r = 0; r < ROWS; ++r) {
       const V av = isa::set1(load32(ag + r * 4));
-#pragma GCC unroll 4
+      FUSE_UNROLL(4)
       for (int v = 0; v < NRV; ++v) acc[r][v] = BU ? isa::dot(acc[r][v], bv[v], av) : isa::dot(acc[r][v], av, bv[v]);
     }
   }
   if (h == ROWS && lo == 0 && w == NR && cs == 1) {
-#pragma GCC unroll 12
-    for (int r = 0; r < ROWS; ++r)
-#pragma GCC unroll 4
-      for (int v = 0; v < NRV; ++v) {
-        std::int32_t* p = c + r * rs + v * W;
-        isa::storeu(p, accumulate ? isa::add(isa::loadu(p), acc[r][v]) : acc[r][v]);
-      }
+    FUSE_UNROLL(12)
+    for (int r = 0; r < ROWS; ++r) FUSE_UNROLL(4)
+    for (int v = 0; v < NRV; ++v) {
+      std::int32_t* p = c + r * rs + v * W;
+      isa::storeu(p, accumulate ? isa::add(isa::loadu(p), acc[r][v]) : acc[r][v]);
+    }
     return;
   }
   alignas(64) std::int32_t buf[ROWS * NR];

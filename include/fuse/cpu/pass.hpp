@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "fuse/bind/aliasing.hpp"
 #include "fuse/bind/bind.hpp"
 #include "fuse/core/error.hpp"
 #include "fuse/core/small_vector.hpp"
@@ -96,19 +97,8 @@ index_array<Q> retarget_strides(const index_array<Q>& s, const index_array<Q>& p
   return r;
 }
 
-/// Do two byte ranges overlap? (An empty range overlaps nothing.)
-inline bool overlaps(const void* alo, const void* ahi, const void* blo, const void* bhi) {
-  return alo != ahi && blo != bhi && alo < bhi && blo < ahi;
-}
-
 template <std::size_t Q>
-struct out_state {
-  void* base;
-  index_array<Q> stride;
-  std::size_t elem_size;
-  const void* lo;
-  const void* hi;
-};
+using out_state = bind::written_range<Q>;
 
 /// What a pass needs to know before its loop, decided from the outputs' and leaves' layouts
 /// alone: which outputs go through a temporary, the loop shape, streaming. Not a template of
@@ -126,11 +116,9 @@ pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>&
   pass_plan<Q> plan;
   const std::size_t n = outs.size();
   plan.through_temp = small_vector<char, 8>(n, 0);
-  for (std::size_t o = 0; o < n; ++o)
-    bind::detail::byte_range(outs[o].base, ext, outs[o].stride.data(), outs[o].elem_size, outs[o].lo, outs[o].hi);
   for (std::size_t a = 0; a < n; ++a)
     for (std::size_t b = a + 1; b < n; ++b)
-      if (overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
+      if (bind::overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
         throw memory_error("eval: two outputs of one pass overlap in memory");
   bool folded = tree_folded;
   stride_list<Q> strides;
@@ -143,14 +131,8 @@ pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>&
       for (std::size_t k = 0; k < Q; ++k) st[k] = leaf.stride[k];
       strides.push_back(st);
     }
-    // An output may share memory with a leaf only when both walk exactly the same addresses.
-    for (std::size_t o = 0; o < n; ++o) {
-      if (!overlaps(outs[o].lo, outs[o].hi, leaf.lo, leaf.hi)) continue;
-      bool same = leaf.folded && leaf.base == outs[o].base && leaf.elem_size == outs[o].elem_size;
-      for (std::size_t k = 0; same && k < Q; ++k)
-        if (ext[k] != 1 && leaf.stride[k] != outs[o].stride[k]) same = false;
-      if (!same) plan.through_temp[o] = 1;
-    }
+    for (std::size_t o = 0; o < n; ++o)
+      if (!bind::reads_only_where_written(leaf, outs[o], ext)) plan.through_temp[o] = 1;
   }
   plan.transform = folded && Q > 0;
   if (plan.transform) {
@@ -252,8 +234,7 @@ pass_plan<Q> plan_for(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& 
                       const index_array<Q>& ext) {
   small_vector<out_state<Q>, 8> os;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (os.push_back(out_state<Q>{std::get<I>(outs).data(), std::get<I>(outs).strides(), sizeof(T), nullptr, nullptr}),
-     ...);
+    (os.push_back(out_state<Q>::of(std::get<I>(outs).data(), ext, std::get<I>(outs).strides())), ...);
   }(std::index_sequence_for<T...>{});
   small_vector<bind::leaf_info, 16> leaves;
   std::apply(

@@ -162,7 +162,7 @@ bool reads_output(const Ev& ev, const index_array<R>& ext, const void* out_lo, c
   bool clash = false;
   ev.for_each_leaf(
       [&](const bind::leaf_info& leaf) {
-        if (!fuse::cpu::detail::overlaps(leaf.lo, leaf.hi, out_lo, out_hi)) return;
+        if (!bind::overlaps(leaf.lo, leaf.hi, out_lo, out_hi)) return;
         bool same = same_strides && leaf.folded && leaf.base == static_cast<const void*>(out_base) &&
                     leaf.elem_size == sizeof(T);
         for (std::size_t k = 0; same && k < R; ++k)

@@ -1,0 +1,100 @@
+// The elementwise kernel's body: evaluators bound by bind() (fuse/bind/) written to one or more
+// outputs over their last axis. One body for the GPU (the `__global__` shim in fuse/cuda/eval.hpp)
+// and the host emulator (fuse/cuda/emulate.hpp); it defines no op and knows no node kind: it
+// asks each evaluator for a row (row(x)) and for the elements of that row (get(j)).
+//
+// Work split: blockIdx.y (striding by gridDim.y) walks the rows, which are the output's outer
+// coordinates in row-major order; across x, each thread takes `columns_per_thread` consecutive
+// columns of its row. So a thread divides only to find its row's coordinates, once per row, in
+// 32 bits, and never per element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "fuse/core/dtype.hpp"
+#include "fuse/core/shape.hpp"
+#include "fuse/cuda/launch.hpp"
+#include "fuse/expr/node.hpp"
+
+namespace fuse::cuda {
+
+/// Consecutive columns of one row that each thread evaluates.
+inline constexpr std::uint32_t columns_per_thread = 4;
+/// Threads per block of the elementwise kernel.
+inline constexpr std::uint32_t elementwise_block_threads = 256;
+/// Most blocks across the rows (CUDA allows 65535 in y); more rows are walked by striding.
+inline constexpr std::uint32_t max_row_blocks = 65535;
+
+/// Where one output's elements go: element x at data[sum(x[k] * stride[k])].
+template <class T, std::size_t Q>
+struct output_slot {
+  T* data = nullptr;
+  index_array<Q> stride{};
+};
+
+/// Everything the elementwise kernel reads: passed by value as its one parameter.
+template <std::size_t Q, class Outs, class Evs>
+struct elementwise_params {
+  Outs outs;  ///< fuse::tuple of output_slot
+  Evs evs;    ///< fuse::tuple of bound evaluators, one per output
+  index_array<Q> extent{};
+  index_t rows = 0;  ///< product of the outer extents
+};
+
+/// The threads of a launch over p: x covers a row's columns, y the rows (see the file's top).
+template <std::size_t Q, class Outs, class Evs>
+launch_config elementwise_launch(const elementwise_params<Q, Outs, Evs>& p) {
+  const index_t n = Q ? p.extent[Q - 1] : 1;
+  const index_t per_block = index_t{elementwise_block_threads} * columns_per_thread;
+  launch_config c;
+  c.block = {elementwise_block_threads, 1, 1};
+  c.grid = {static_cast<std::uint32_t>((n + per_block - 1) / per_block),
+            static_cast<std::uint32_t>(p.rows < max_row_blocks ? p.rows : max_row_blocks), 1};
+  return c;
+}
+
+/// The body: thread t's columns of every row it owns, for every output.
+template <std::size_t Q, class Outs, class Evs>
+FUSE_HD void elementwise_body(const elementwise_params<Q, Outs, Evs>& p, const thread_coords& t) {
+  constexpr std::size_t N = Evs::size;
+  const index_t n = Q ? p.extent[Q - 1] : 1;
+  const index_t j0 =
+      (static_cast<index_t>(t.block.x) * t.block_dim.x + t.thread.x) * static_cast<index_t>(columns_per_thread);
+  if (j0 >= n) return;
+  const index_t j1 = j0 + columns_per_thread < n ? j0 + static_cast<index_t>(columns_per_thread) : n;
+  for (index_t r = t.block.y; r < p.rows; r += t.grid_dim.y) {
+    // The row's outer coordinates, innermost first, in 32 bits (the host checked that rows fit):
+    // a 64-bit division is a call to a software routine on the GPU. The outermost needs none.
+    index_t x[Q > 0 ? Q : 1] = {};
+    if constexpr (Q >= 2) {
+      auto rest = static_cast<std::uint32_t>(r);
+      for (std::size_t k = Q - 2; k > 0; --k) {
+        const auto e = static_cast<std::uint32_t>(p.extent[k]);
+        x[k] = rest % e;
+        rest /= e;
+      }
+      x[0] = rest;
+    }
+    Evs evs = p.evs;  // row() keeps per-row state: each thread its own copy
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (fuse::get<I>(evs).row(x), ...);
+      index_t base[N];
+      ((base[I] = 0), ...);
+      if constexpr (Q >= 2)
+        for (std::size_t k = 0; k + 1 < Q; ++k) ((base[I] += x[k] * fuse::get<I>(p.outs).stride[k]), ...);
+      for (index_t j = j0; j < j1; ++j) {
+        using fuse::get;
+        // Every output's element j is computed before any is stored: an output that is also
+        // read at the same address (x = f(x)) is read before it is written.
+        const tuple<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type...> v{get<I>(evs).get(j)...};
+        ((get<I>(p.outs).data[base[I] + (Q ? j * get<I>(p.outs).stride[Q > 0 ? Q - 1 : 0] : 0)] =
+              to_storage<std::remove_cv_t<std::remove_pointer_t<decltype(get<I>(p.outs).data)>>>(get<I>(v))),
+         ...);
+      }
+    }(std::make_index_sequence<N>{});
+  }
+}
+
+}  // namespace fuse::cuda

@@ -1,0 +1,277 @@
+// fuse::cuda::eval: an elementwise tree (ops, casts and every view) into one or more outputs in
+// ONE kernel launch.
+//
+//   fuse::cuda::eval(out, sigmoid(s[0]) + tanh(s[1]) * exp(s[2]), fuse::cuda::on(stream));
+//   fuse::cuda::eval(fuse::outputs(h, c), eh, ec, fuse::cuda::on(stream));  // one kernel, two outputs
+//   fuse::cuda::eval(out, expr, fuse::cuda::emulated);   // the same kernel body on the host
+//
+// The tree is bound on the host by bind() (fuse/bind/), exactly as the CPU executor binds it,
+// and the bound evaluators are the kernel's parameter: the body (fuse/cuda/elementwise.hpp)
+// defines no op. eval never allocates device memory and never synchronizes: it launches on the
+// given stream and returns, so a sequence of evals can be captured in a CUDA graph.
+//
+// Options: fuse::cuda::on(stream) (the stream to launch on; required for a real launch, never
+// the legacy default stream), fuse::cuda::emulated (run the body on the host, block by block,
+// in a chosen thread order: every CUDA test runs this way in CI), fuse::cuda::log_to(log) (append
+// each launch to a launch_log), fuse::fast_math / fuse::accurate_math.
+//
+// Not yet (issue 14): reductions, softmax and layer norm (their own kernels, and inside a
+// tree), contractions, outputs that overlap inputs at other addresses, the 16-byte vector path,
+// 32-bit indexing, and the memory-space tag that tells device views from host views.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "fuse/bind/aliasing.hpp"
+#include "fuse/bind/bind.hpp"
+#include "fuse/bind/outputs.hpp"
+#include "fuse/core/error.hpp"
+#include "fuse/core/small_vector.hpp"
+#include "fuse/cuda/check.hpp"
+#include "fuse/cuda/elementwise.hpp"
+#include "fuse/cuda/emulate.hpp"
+#include "fuse/cuda/launch.hpp"
+#include "fuse/math/mode.hpp"
+
+namespace fuse::cuda {
+
+// ---- options ---------------------------------------------------------------------------------------------
+
+/// Run on the host emulator instead of a GPU, threads in the given order.
+struct emulated_t {
+  schedule order = schedule::forward;
+  constexpr emulated_t operator()(schedule s) const { return emulated_t{s}; }
+};
+inline constexpr emulated_t emulated{};
+
+/// Launch on this stream (a cudaStream_t).
+struct on {
+  stream_t stream = nullptr;
+  explicit on(stream_t s) : stream(s) {}
+};
+
+/// Append every launch to this log.
+struct log_to {
+  launch_log* log = nullptr;
+  explicit log_to(launch_log& l) : log(&l) {}
+};
+
+template <class T>
+inline constexpr bool is_option = std::is_same_v<T, emulated_t> || std::is_same_v<T, on> || std::is_same_v<T, log_to> ||
+                                  std::is_same_v<T, accurate_math_t> || std::is_same_v<T, fast_math_t>;
+
+namespace detail {
+
+/// The options of one eval, gathered.
+struct settings {
+  bool emulate = false;
+  schedule order = schedule::forward;
+  bool has_stream = false;
+  stream_t stream = nullptr;
+  launch_log* log = nullptr;
+};
+template <class... Opt>
+settings settings_of(const Opt&... opt) {
+  settings s;
+  (
+      [&] {
+        if constexpr (std::is_same_v<Opt, emulated_t>) s.emulate = true, s.order = opt.order;
+        else if constexpr (std::is_same_v<Opt, on>) s.has_stream = true, s.stream = opt.stream;
+        else if constexpr (std::is_same_v<Opt, log_to>) s.log = opt.log;
+      }(),
+      ...);
+  return s;
+}
+template <class... Opt>
+struct mode_of {
+  using type = accurate_math_t;
+};
+template <class O0, class... Opt>
+struct mode_of<O0, Opt...> {
+  using type = std::conditional_t<std::is_same_v<O0, fast_math_t> || std::is_same_v<O0, accurate_math_t>, O0,
+                                  typename mode_of<Opt...>::type>;
+};
+
+/// Whether a tree holds a node that needs a kernel of its own (a reduction, softmax, layer norm
+/// or contraction): the CUDA executor does not run those yet.
+template <class N>
+constexpr bool has_own_kernel_node() {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (needs_own_kernel<D>) {
+    return true;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (has_own_kernel_node<child_t<I, D>>() || ...);
+    }(std::make_index_sequence<child_count<D>>{});
+  }
+}
+
+/// bind()'s context on CUDA: nothing inside an elementwise tree is materialised (a tree that
+/// would need it is rejected before binding).
+struct bind_context {
+  template <class N>
+  int materialize(const N&) {
+    static_assert(sizeof(N) == 0, "fuse::cuda::eval: reductions and contractions are not run on CUDA yet");
+    return 0;
+  }
+};
+
+#if defined(__CUDACC__)
+/// The kernel: the body over the device's own coordinates.
+template <std::size_t Q, class Outs, class Evs>
+__global__ void elementwise_kernel(const __grid_constant__ elementwise_params<Q, Outs, Evs> p) {
+  thread_coords t;
+  t.block = {blockIdx.x, blockIdx.y, blockIdx.z};
+  t.thread = {threadIdx.x, threadIdx.y, threadIdx.z};
+  t.block_dim = {blockDim.x, blockDim.y, blockDim.z};
+  t.grid_dim = {gridDim.x, gridDim.y, gridDim.z};
+  elementwise_body(p, t);
+}
+#endif
+
+/// Kernel parameters beyond this many bytes do not fit a launch (CUDA 12.1+ on Volta and later).
+inline constexpr std::size_t max_parameter_bytes = 32764;
+
+/// Throws unless each output either lies apart from every leaf or is read only at the very
+/// addresses it is written (x = f(x) in place): the kernel writes outputs while other threads
+/// still read, so any other overlap would race; and a CUDA eval allocates no temporary.
+template <std::size_t Q, class Outs, class Evs>
+void check_aliasing(const elementwise_params<Q, Outs, Evs>& p) {
+  constexpr std::size_t N = Evs::size;
+  small_vector<bind::leaf_info, 16> leaves;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (fuse::get<I>(p.evs).for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, p.extent), ...);
+  }(std::make_index_sequence<N>{});
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const bind::written_range<Q> outs[] = {
+        bind::written_range<Q>::of(fuse::get<I>(p.outs).data, p.extent, fuse::get<I>(p.outs).stride)...};
+    for (std::size_t a = 0; a < N; ++a)
+      for (std::size_t b = a + 1; b < N; ++b)
+        if (bind::overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
+          throw memory_error("cuda::eval: two outputs of one kernel overlap in memory");
+    for (std::size_t l = 0; l < leaves.size(); ++l)
+      for (std::size_t o = 0; o < N; ++o)
+        if (!bind::reads_only_where_written(leaves[l], outs[o], p.extent))
+          throw memory_error(
+              "cuda::eval: an output overlaps an input that is read at other addresses (x = transpose(x), a "
+              "shifted slice, a broadcast of itself); a CUDA eval allocates no temporary: evaluate into another "
+              "buffer");
+  }(std::make_index_sequence<N>{});
+}
+
+/// One launch of the elementwise body over p.
+template <std::size_t Q, class Outs, class Evs>
+void launch_elementwise(const elementwise_params<Q, Outs, Evs>& p, const settings& s) {
+  static_assert(sizeof(p) <= max_parameter_bytes,
+                "fuse::cuda::eval: the bound tree is larger than a kernel parameter may be (32,764 bytes)");
+  const launch_config cfg = elementwise_launch(p);
+  if (s.emulate) {
+    emulate_grid(cfg, s.order, [&](const thread_coords& t) { elementwise_body(p, t); });
+  } else {
+#if defined(__CUDACC__)
+    if (!s.has_stream)
+      throw error(
+          "cuda::eval: give the stream to launch on (fuse::cuda::on(stream)); the legacy default stream "
+          "cannot be captured in a graph");
+    elementwise_kernel<Q, Outs, Evs><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
+                                       ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(p);
+    check(cudaGetLastError(), "cuda::eval: the launch of the elementwise kernel", __FILE__, __LINE__);
+#else
+    throw error(
+        "cuda::eval: this translation unit was not compiled by nvcc, so it holds no kernel: compile it as CUDA, or "
+        "pass fuse::cuda::emulated to run the kernel body on the host");
+#endif
+  }
+  if (s.log) s.log->launches.push_back(launch_record{"elementwise", cfg, s.emulate});
+}
+
+/// exprs into outs (views of one rank Q and one shape) as one kernel.
+template <class Mode, std::size_t Q, class... T, class... E>
+void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& outs, const std::tuple<E...>& exprs,
+                     const settings& s) {
+  static_assert(!(has_own_kernel_node<E>() || ...),
+                "fuse::cuda::eval: reductions, softmax, layer norm and contractions do not run on CUDA yet (only "
+                "elementwise trees and views)");
+  const index_array<Q> ext = std::get<0>(outs).shape().array();
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((std::get<I>(outs).shape().array() == ext
+          ? (void)0
+          : throw_shape_error("cuda::eval: outputs of one kernel must share a shape; got ", ext, " and ",
+                              std::get<I>(outs).shape().array())),
+     ...);
+    ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
+          ? (void)0
+          : throw_shape_error("cuda::eval: the expression of shape ", std::get<I>(exprs).shape().array(),
+                              " does not fit the output of shape ", ext)),
+     ...);
+  }(std::index_sequence_for<T...>{});
+  if (product(ext) == 0) return;
+  bind_context ctx;
+  auto p = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    using Outs = tuple<output_slot<T, Q>...>;
+    using Evs = tuple<decltype(bind::bind<Mode>(
+        std::get<I>(exprs),
+        bind::affine_map<Q, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
+            std::get<I>(exprs).shape().array(), ext),
+        ctx))...>;
+    return elementwise_params<Q, Outs, Evs>{
+        Outs{output_slot<T, Q>{std::get<I>(outs).data(), std::get<I>(outs).strides()}...},
+        Evs{bind::bind<Mode>(
+            std::get<I>(exprs),
+            bind::affine_map<Q, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
+                std::get<I>(exprs).shape().array(), ext),
+            ctx)...},
+        ext, 1};
+  }(std::index_sequence_for<T...>{});
+  for (std::size_t k = 0; k + 1 < Q; ++k) p.rows *= ext[k];
+  if (p.rows > index_t{0xFFFFFFFF})
+    throw_shape_error("cuda::eval: the output has ", p.rows, " rows (its outer extents ", ext,
+                      "); a kernel finds a row's coordinates in 32 bits, so at most 2^32 - 1 rows");
+  check_aliasing(p);
+  launch_elementwise(p, s);
+}
+
+}  // namespace detail
+
+/// Evaluates `expr` into `out` as one kernel (see the file's top for the options).
+template <class Out, class Expr, class... Opt>
+  requires(!is_outputs<std::remove_cvref_t<Out>> && (is_option<std::remove_cvref_t<Opt>> && ...) &&
+           !is_option<std::remove_cvref_t<Expr>>)
+void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
+  auto out = as_output(static_cast<Out&&>(out_));
+  auto&& expr = as_node(static_cast<Expr&&>(expr_));  // the tree lives until eval returns
+  using O = decltype(out);
+  using E = std::remove_cvref_t<decltype(expr)>;
+  check_output<O, E>();
+  constexpr std::size_t Q = O::rank;
+  using T = typename O::element_type;
+  detail::run_elementwise<typename detail::mode_of<Opt...>::type, Q>(
+      std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
+      detail::settings_of(opt...));
+}
+
+/// Evaluates one expression per output, all in one kernel (trailing options allowed).
+template <class... O, class... Args>
+void eval(outputs_t<O...> outs, Args&&... args) {
+  constexpr std::size_t N = sizeof...(O);
+  static_assert(sizeof...(Args) >= N, "fuse::cuda::eval: give one expression per output");
+  auto all = std::forward_as_tuple(static_cast<Args&&>(args)...);
+  [&]<std::size_t... I, std::size_t... J>(std::index_sequence<I...>, std::index_sequence<J...>) {
+    static_assert((is_option<std::remove_cvref_t<std::tuple_element_t<N + J, std::tuple<Args...>>>> && ...),
+                  "fuse::cuda::eval: after the expressions only options may follow");
+    auto exprs = std::make_tuple(as_expr(std::get<I>(all))...);
+    check_outputs<std::tuple<O...>, decltype(exprs)>();
+    constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
+    using Mode =
+        typename detail::mode_of<std::remove_cvref_t<std::tuple_element_t<N + J, std::tuple<Args...>>>...>::type;
+    detail::run_elementwise<Mode, Q>(
+        std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(std::get<I>(outs.views))...), exprs,
+        detail::settings_of(std::get<N + J>(all)...));
+  }(std::make_index_sequence<N>{}, std::make_index_sequence<sizeof...(Args) - N>{});
+}
+
+}  // namespace fuse::cuda

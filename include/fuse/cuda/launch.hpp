@@ -1,0 +1,63 @@
+// What a kernel body sees of the grid, and what the executor tells about its launches.
+//
+// Kernel bodies (fuse/cuda/elementwise.hpp, ...) are FUSE_HD functions of a `thread_coords`: the
+// `__global__` shim fills it from CUDA's built-in variables, the host emulator
+// (fuse/cuda/emulate.hpp) from its own loops, so that one body runs on the GPU and on any CPU.
+// Every launch, real or emulated, is appended to the `launch_log` an eval was given
+// (fuse::cuda::log_to(log)): tests read it to see that one expression is one kernel.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fuse/core/config.hpp"
+
+// The runtime's stream handle is `cudaStream_t`, a pointer to this incomplete struct: naming it
+// here lets code that never includes the CUDA runtime (the emulator's users) pass streams around.
+struct CUstream_st;
+
+namespace fuse::cuda {
+
+/// A stream (cudaStream_t).
+using stream_t = CUstream_st*;
+
+/// Three extents or coordinates of the grid (CUDA's dim3 / uint3).
+struct dim {
+  std::uint32_t x = 1, y = 1, z = 1;
+};
+
+/// The position of one thread: its block in the grid and itself in its block.
+struct thread_coords {
+  dim block{0, 0, 0};   ///< blockIdx
+  dim thread{0, 0, 0};  ///< threadIdx
+  dim block_dim;        ///< blockDim
+  dim grid_dim;         ///< gridDim
+};
+
+/// Grid and block of a launch.
+struct launch_config {
+  dim grid;
+  dim block;
+  std::size_t shared_bytes = 0;
+
+  std::uint64_t blocks() const { return std::uint64_t{grid.x} * grid.y * grid.z; }
+  std::uint64_t threads_per_block() const { return std::uint64_t{block.x} * block.y * block.z; }
+};
+
+/// One launch as the executor made it.
+struct launch_record {
+  std::string kernel;  ///< which body ("elementwise", ...)
+  launch_config config;
+  bool emulated = false;  ///< run by the host emulator rather than on a GPU
+};
+
+/// Every launch of the evals that were given this log, in order.
+struct launch_log {
+  std::vector<launch_record> launches;
+  std::size_t size() const { return launches.size(); }
+  void clear() { launches.clear(); }
+};
+
+}  // namespace fuse::cuda

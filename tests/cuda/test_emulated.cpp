@@ -1,0 +1,204 @@
+// fuse::cuda::eval through the host emulator (no GPU needed: every CI run): the elementwise
+// kernel's body run over its whole grid, in three thread orders, must give BIT-IDENTICAL results
+// to the CPU's scalar lane (each element evaluated alone by the same bound evaluators) and match
+// the double reference; one eval must be one launch.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <fuse/cuda.hpp>
+
+#include "support/check.hpp"
+
+namespace {
+
+using namespace fuse;
+using fuse::test::expect_matches;
+using fuse::test::tolerance;
+
+/// Trees of several rounded ops: within 1e-6 of the reference, relative or absolute (the terms
+/// summed are at most ~1e3, each within a few float ulps).
+constexpr tolerance composite{1e-6, 1e-6};
+
+/// out[x] = e.at(x) for every coordinate x of out's shape: the CPU's scalar lane, element by
+/// element, with the evaluators bind() makes for the same tree.
+template <class Mode = accurate_math_t, class T, std::size_t R, class E>
+tensor<T, static_cast<int>(R)> scalar_lane(const index_array<R>& ext, const E& e) {
+  tensor<T, static_cast<int>(R)> out(ext);
+  cuda::detail::bind_context ctx;
+  auto ev = bind::bind<Mode>(e, bind::affine_map<R, E::rank>::broadcast(e.shape().array(), ext), ctx);
+  reference_detail::for_all(ext, [&](const index_t* x) {
+    index_array<R> i{};
+    for (std::size_t d = 0; d < R; ++d) i[d] = x[d];
+    out.view()[i] = to_storage<T>(ev.at(x));
+  });
+  return out;
+}
+
+/// Are a and b the same bytes, element for element (NaNs compared by their bits)?
+template <class A, class B>
+bool same_bits(const A& a, const B& b) {
+  if (a.shape().array() != b.shape().array()) return false;
+  bool same = true;
+  reference_detail::for_all(a.shape().array(), [&](const index_t* x) {
+    index_array<A::rank> i{};
+    for (std::size_t d = 0; d < A::rank; ++d) i[d] = x[d];
+    const auto u = a.view()[i];
+    const auto v = b.view()[i];
+    if (std::memcmp(&u, &v, sizeof(u)) != 0) same = false;
+  });
+  return same;
+}
+
+constexpr cuda::schedule schedules[] = {cuda::schedule::forward, cuda::schedule::reverse, cuda::schedule::shuffled};
+
+/// Runs e into a fresh tensor of shape ext under every schedule; checks one launch each, the
+/// same bits as the scalar lane, and the double reference within max_ulps (or tol: trees of
+/// several ops round at each, and a sum of rounded terms is judged against its terms' size).
+template <class T, std::size_t R, class E>
+void check_tree(const index_array<R>& ext, const E& e, double max_ulps, const char* what, tolerance tol = {}) {
+  INFO(std::string(what));
+  const auto lane = scalar_lane<accurate_math_t, T>(ext, e);
+  for (const auto order : schedules) {
+    tensor<T, static_cast<int>(R)> out(ext);
+    std::memset(static_cast<void*>(out.data()), 0xA5, sizeof(T) * static_cast<std::size_t>(out.size()));
+    cuda::launch_log log;
+    cuda::eval(out, e, cuda::emulated(order), cuda::log_to(log));
+    CHECK(log.size() == (product(ext) == 0 ? 0u : 1u));
+    if (log.size() == 1) CHECK(log.launches[0].emulated);
+    CHECK_MESSAGE(same_bits(out, lane), "differs from the CPU scalar lane");
+  }
+  tensor<T, static_cast<int>(R)> out(ext);
+  cuda::eval(out, e, cuda::emulated);
+  if constexpr (R == 0) {
+    expect_matches(out, reference(e), tol, max_ulps, what);
+  } else {
+    index_t shape[R];
+    for (std::size_t d = 0; d < R; ++d) shape[d] = ext[d];
+    expect_matches(out, reference(broadcast_to(e, shape)), tol, max_ulps, what);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda emulated: the seed's gate tree (split, sigmoid/tanh/exp, broadcast bias) at odd sizes") {
+  auto g = test::rng(11);
+  for (index_t n : test::odd_sizes) {
+    for (index_t rows : {index_t{1}, index_t{3}}) {
+      CAPTURE(n);
+      CAPTURE(rows);
+      tensor<float, 2> x({rows, 4 * n}), bias({1, 4 * n});
+      test::fill(x.view(), g, -6, 6);
+      test::fill(bias.view(), g, -1, 1);
+      test::sprinkle_edges(x, g);
+      const auto s = split<4>(x.view() + bias.view(), 1);
+      const auto tree = sigmoid(s[0]) * tanh(s[1]) + exp(s[2]) * sigmoid(s[3]);
+      check_tree<float>(index_array<2>{{rows, n}}, tree, 4, "gates", composite);
+      check_tree<half>(index_array<2>{{rows, n}}, cast<half>(tree), 1, "gates to half", composite);
+    }
+  }
+}
+
+TEST_CASE("cuda emulated: views (transpose, strided slice, reshape, broadcast, concatenate, take)") {
+  auto g = test::rng(12);
+  tensor<float, 2> a({37, 46}), b({46, 37});
+  test::fill(a.view(), g, -3, 3);
+  test::fill(b.view(), g, -3, 3);
+  test::sprinkle_edges(a, g);
+  const auto t = transpose(a.view());
+  check_tree<float>(index_array<2>{{46, 37}}, t * b.view() - erf(t), 4, "transpose", composite);
+  const auto st = strided_slice(a.view(), {36, 1}, {-38, 46}, {-2, 3});  // reversed rows, every 3rd column
+  check_tree<float>(st.shape().array(), tanh(st) + 1.5f, 4, "strided slice");
+  check_tree<float>(index_array<3>{{37, 2, 23}}, reshape(a.view(), {37, 2, 23}), 0, "reshape");
+  check_tree<float>(index_array<3>{{5, 37, 46}}, log(abs(a.view()) + 1.0f), 4, "broadcast to a higher rank", composite);
+  tensor<float, 2> c({37, 5});
+  test::fill(c.view(), g, -3, 3);
+  check_tree<float>(index_array<2>{{37, 51}}, concatenate(std::tie(a, c), 1) * 2.0f, 0, "concatenate");
+  tensor<std::int64_t, 1> idx({9});
+  for (index_t i = 0; i < 9; ++i) idx.data()[i] = (i * 17) % 46 - (i % 2 ? 46 : 0);  // negative indices wrap
+  check_tree<float>(index_array<2>{{37, 9}}, take(a.view(), idx.view(), 1), 0, "take");
+}
+
+TEST_CASE("cuda emulated: every dtype and the casts between them") {
+  auto g = test::rng(13);
+  tensor<float, 1> f({1023});
+  test::fill(f.view(), g, -300, 300);
+  test::sprinkle_edges(f, g);
+  const index_array<1> e{{1023}};
+  check_tree<std::int8_t>(e, cast<std::int8_t>(f.view()), 0, "float to int8 (saturating)");
+  check_tree<std::uint8_t>(e, cast<std::uint8_t>(f.view()), 0, "float to uint8");
+  check_tree<std::int32_t>(e, cast<std::int32_t>(f.view() * 1048576.0f), 0, "float to int32");
+  check_tree<double>(e, cast<double>(f.view()) * 3.0, 0, "float to double");
+  check_tree<bfloat16>(e, cast<bfloat16>(f.view()), 0, "float to bfloat16");
+  tensor<std::int8_t, 1> i8({1023});
+  test::fill(i8.view(), g, -128, 127);
+  check_tree<std::int8_t>(e, i8.view() + i8.view(), 0, "int8 wraps");
+  check_tree<std::int32_t>(e, cast<std::int32_t>(i8.view()) * 3 - 7, 0, "int8 to int32");
+  check_tree<bool>(e, f.view() > 0.5f, 0, "compare");
+  check_tree<float>(e, where(f.view() > 0.0f, f.view(), -f.view()), 0, "where");
+}
+
+TEST_CASE("cuda emulated: ranks 0, 1 and 4; rows beyond one grid's height") {
+  auto g = test::rng(14);
+  tensor<float, 0> s;
+  s.data()[0] = 0.25f;
+  check_tree<float>(index_array<0>{}, exp(s.view()), 1, "rank 0");
+  tensor<float, 4> a({3, 1, 5, 7});
+  test::fill(a.view(), g, -2, 2);
+  check_tree<float>(index_array<4>{{3, 4, 5, 7}}, sigmoid(a.view()), 4, "rank 4, broadcast axis");
+  // 70,000 rows of one column: more rows than blocks in y, so blocks stride over rows.
+  tensor<float, 2> tall({70000, 1});
+  test::fill(tall.view(), g, -2, 2);
+  check_tree<float>(index_array<2>{{70000, 1}}, tall.view() * 2.0f + 1.0f, 1, "70000 rows");
+  tensor<float, 2> none({0, 5});
+  check_tree<float>(index_array<2>{{0, 5}}, none.view() * 2.0f, 0, "no rows");
+}
+
+TEST_CASE("cuda emulated: several outputs in one launch; outputs in place and strided") {
+  auto g = test::rng(15);
+  tensor<float, 2> x({17, 4 * 33}), c({17, 33});
+  test::fill(x.view(), g, -4, 4);
+  test::fill(c.view(), g, -4, 4);
+  const auto s = split<4>(x.view(), 1);
+  const auto c_new = sigmoid(s[1]) * c.view() + sigmoid(s[0]) * tanh(s[2]);
+  const auto h_new = sigmoid(s[3]) * tanh(c_new);
+  const auto c_ref = reference(c_new);
+  const auto h_ref = reference(h_new);
+  const tensor<float, 2> c0 = materialize(c.view());
+  tensor<float, 2> h({17, 33});
+  cuda::launch_log log;
+  // c is read by both trees and overwritten in place: every element is read before it is
+  // written, whichever output comes first.
+  cuda::eval(outputs(h, c), h_new, c_new, cuda::emulated(cuda::schedule::shuffled), cuda::log_to(log));
+  CHECK(log.size() == 1);
+  expect_matches(c, c_ref, composite, 4, "c");
+  expect_matches(h, h_ref, composite, 4, "h");
+  eval(c, c0.view());
+  cuda::eval(outputs(c, h), c_new, h_new, cuda::emulated, cuda::log_to(log));
+  CHECK(log.size() == 2);
+  expect_matches(c, c_ref, composite, 4, "c written first");
+  expect_matches(h, h_ref, composite, 4, "h after c");
+
+  // A transposed output view.
+  tensor<float, 2> a({23, 31}), o({31, 23});
+  test::fill(a.view(), g, -4, 4);
+  cuda::eval(transpose(o.view()), a.view() * 3.0f, cuda::emulated);
+  expect_matches(transpose(o.view()), reference(a.view() * 3.0f), tolerance{}, 0.5, "transposed output");
+}
+
+TEST_CASE("cuda emulated: errors are clear") {
+  tensor<float, 2> a({4, 4}), b({4, 5});
+  // An output read at other addresses (x = transpose(x)) would race on a GPU, and eval allocates nothing.
+  CHECK_THROWS_WITH_AS(cuda::eval(a, transpose(a.view()), cuda::emulated), doctest::Contains("read at other addresses"),
+                       memory_error);
+  CHECK_THROWS_WITH_AS(cuda::eval(outputs(a, a), a.view() + 1.0f, a.view() * 2.0f, cuda::emulated),
+                       doctest::Contains("overlap"), memory_error);
+  CHECK_THROWS_WITH_AS(cuda::eval(a, b.view() + 1.0f, cuda::emulated), doctest::Contains("does not fit"), shape_error);
+  // This file is compiled by the host compiler: it holds no kernel to launch.
+  CHECK_THROWS_WITH_AS(cuda::eval(a, a.view() + 1.0f), doctest::Contains("not compiled by nvcc"), error);
+  cuda::eval(a, a.view() + 1.0f, cuda::emulated);  // in place, same addresses: fine
+}
