@@ -1,5 +1,5 @@
-// The GPU's anchors and the shared evaluators' scalar form on it, before the CUDA executor
-// exists (issue 14): what a fused elementwise kernel must reach and what launches cost.
+// The GPU's anchors, the shared evaluators' scalar form on it and the CUDA executor (issue 14):
+// what a fused elementwise kernel must reach, what it reaches, and what launches cost.
 //   copy_d2d           cudaMemcpyAsync device to device: the bandwidth ceiling (bytes read + written)
 //   copy_kernel        a plain float4 copy kernel: what one of our kernels can reach
 //   seed_tree_naive    the seed's gates tree (split, sigmoid/tanh/exp, broadcast bias, half cast)
@@ -8,6 +8,8 @@
 //   seed_tree_rows     the same evaluators in their row form (row(x), then get(j)), one row per
 //                      blockIdx.y, 4 consecutive columns per thread: no division, the executor's
 //                      general path without vector loads
+//   seed_tree_executor the same tree through fuse::cuda::eval (one launch, its own grid),
+//                      checked against the naive kernel
 //   seed_tree_vec4     the same tree written by hand over float4 loads and stores with fuse::math:
 //                      the ceiling of the executor's contiguous fast path (seed_tree_vec4_fast:
 //                      the same with fuse::fast_math, which reads no tables)
@@ -26,6 +28,7 @@
 
 #include <fuse/bind/bind.hpp>
 #include <fuse/core/half.hpp>
+#include <fuse/cuda.hpp>
 #include <fuse/expr/elementwise.hpp>
 #include <fuse/expr/ops.hpp>
 #include <fuse/expr/views.hpp>
@@ -197,6 +200,22 @@ __global__ void rows_eval_kernel(Ev ev, float* out, fuse::index_t cols) {
     if (j0 + k < cols) o[j0 + k] = static_cast<float>(ev.get(j0 + k));
 }
 
+void seed_tree_executor(benchmark::State& state) {
+  seed_inputs in;
+  CUDA_CHECK(cudaMemset(in.out, 0xff, sizeof(float) * rows * cols));
+  const auto tree = in.tree();
+  fuse::tensor_view<float, 2> out(in.out, fuse::dynamic_shape<2>({rows, cols}));
+  events ev;
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    fuse::cuda::eval(out, tree, fuse::cuda::on(stream()));
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    state.SetIterationTime(ev.seconds());
+  }
+  report_bandwidth(state, sizeof(float) * (4.0 * rows * cols + cols));
+  in.compare(state);
+}
+
 /// The seed tree by hand: float4 loads of the three gates and the bias, float4 stores.
 template <class Mode>
 __device__ inline float seed_gate(float a, float b, float g, float bias) {
@@ -305,6 +324,7 @@ BENCHMARK(copy_d2d)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(copy_kernel)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(seed_tree_naive)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(seed_tree_rows)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(seed_tree_executor)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(seed_tree_vec4<fuse::accurate_math_t>)
     ->Name("seed_tree_vec4")
     ->UseManualTime()
