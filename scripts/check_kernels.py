@@ -8,6 +8,9 @@ functions each make one fuse::cuda::eval (tests/cuda/static_kernels.cu). No GPU 
    `fuse-static-kernels: N` says it makes evals.
 2. No calls in any kernel (a call is an out-of-line routine: a software division, a printf, an
    assert), and no 64-bit integer division or remainder (ptxas turns them into such a call).
+3. Vector accesses: each PTX instruction named on the source's line
+   `fuse-static-instructions: ...` appears (ld.global.v4.f32: contiguous float rows are read
+   16 bytes at a time).
 Prints each violation and exits 1 if there is any.
 """
 import argparse
@@ -47,10 +50,15 @@ def main():
             if hit:
                 line = body[:hit.start()].count('\n')
                 errors.append(f'{name[:90]}...: {what} (body line {line}): {body.splitlines()[line].strip()}')
+    m = re.search(r'^// fuse-static-instructions:(.*)$', src, re.M)
+    for ins in (m.group(1).split() if m else []):
+        if not re.search(r'\b' + re.escape(ins) + r'\b', ptx):
+            errors.append(f'no {ins} in any kernel')
     for e in errors:
         print('check_kernels:', e)
     if not errors:
-        print(f'check_kernels: {len(found)} kernels, one per eval; no calls, no 64-bit division')
+        print(f'check_kernels: {len(found)} kernels, one per eval; no calls, no 64-bit division; '
+              f'{m.group(1).strip() if m else "no instructions asked for"} present')
     return 1 if errors else 0
 
 

@@ -8,12 +8,14 @@
 // check is on the executor's own index arithmetic.
 //
 // The line `fuse-static-kernels: N` gives the number of evals here: the checker expects exactly
-// that many entries.
+// that many entries; `fuse-static-instructions:` names the vector accesses that must appear
+// (contiguous float rows read and written 16 bytes at a time, half 8 and int8 4).
 #include <cstdint>
 
 #include <fuse/cuda.hpp>
 
 // fuse-static-kernels: 5
+// fuse-static-instructions: ld.global.v4.f32 st.global.v4.f32 st.global.v4.u16 st.global.v4.u8
 
 namespace check {
 

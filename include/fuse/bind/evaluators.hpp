@@ -48,7 +48,7 @@ struct leaf_info {
 /// n lanes of ev from element j by its scalar get, as one vector of lane family L: the vector
 /// form of nodes that have no other.
 template <class L, class Ev>
-typename L::template vec<typename Ev::compute_type> load_by_lanes(const Ev& ev, index_t j, int n) {
+FUSE_HD typename L::template vec<typename Ev::compute_type> load_by_lanes(const Ev& ev, index_t j, int n) {
   using C = typename Ev::compute_type;
   C lanes_[L::width] = {};
   for (int i = 0; i < n; ++i) lanes_[i] = ev.get(j + i);
@@ -299,13 +299,13 @@ struct leaf_eval {
     return to_compute<value_type>(run_ptr[(j - run_begin) * run_stride]);
   }
   template <class L, bool Fast = false>
-  FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t j, int n) const {
+  FUSE_HD FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t j, int n) const {
     if constexpr (Fast) return L::template load<value_type>(row_ptr + j);
     if (FUSE_LIKELY(all_folded() && inner == 1 && n == L::width)) return L::template load<value_type>(row_ptr + j);
     if (!all_folded()) return load_general<L>(j, n);
     return load_strided<L>(row_ptr + j * inner, inner, n);
   }
-  bool all_folded() const { return !may_be_general || folded; }
+  FUSE_HD bool all_folded() const { return !may_be_general || folded; }
   /// Does the current row read contiguous memory (the executor's fastest loop)?
   FUSE_HD bool contiguous_row() const { return all_folded() && inner == 1; }
   template <class F>
@@ -332,14 +332,14 @@ struct leaf_eval {
 
  private:
   template <class L>
-  static typename L::template vec<compute_type> load_strided(const T* p, index_t step, int n) {
+  FUSE_HD static typename L::template vec<compute_type> load_strided(const T* p, index_t step, int n) {
     if (step == 1) return n == L::width ? L::template load<value_type>(p) : L::template load_partial<value_type>(p, n);
     if (step == 0) return L::template splat<compute_type>(to_compute<value_type>(*p));
     return L::template load_strided<value_type>(p, step, n);
   }
   /// A leaf whose map did not fold: whole vectors while they fit in the current run.
   template <class L>
-  typename L::template vec<compute_type> load_general(index_t j, int n) const {
+  FUSE_HD typename L::template vec<compute_type> load_general(index_t j, int n) const {
     ensure_run(j);
     if (j + n <= run_end) return load_strided<L>(run_ptr + (j - run_begin) * run_stride, run_stride, n);
     return load_by_lanes<L>(*this, j, n);
@@ -382,10 +382,10 @@ struct scalar_eval {
   FUSE_HD void row(const index_t*) {}
   FUSE_HD compute_type get(index_t) const { return value; }
   template <class L, bool Fast = false>
-  FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t, int) const {
+  FUSE_HD FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t, int) const {
     return L::template splat<compute_type>(value);
   }
-  bool all_folded() const { return true; }
+  FUSE_HD bool all_folded() const { return true; }
   FUSE_HD bool contiguous_row() const { return true; }
   template <class F>
   void for_each_leaf(F&&, const index_array<Q>&) const {}
@@ -423,7 +423,7 @@ struct map_eval {
   /// The op over its children's vectors: the lane family's vector form of the op, or its scalar
   /// form lane by lane where the op has none for these lanes (L::map decides).
   template <class L, bool Fast = false>
-  FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t j, int n) const {
+  FUSE_HD FUSE_FORCE_INLINE typename L::template vec<compute_type> load(index_t j, int n) const {
     return [&]<std::size_t... I>(std::index_sequence<I...>) FUSE_LAMBDA_INLINE ->
            typename L::template vec<compute_type> {
              if constexpr (ops::is_cast<Op>) {
@@ -434,7 +434,7 @@ struct map_eval {
              }
            }(std::index_sequence_for<Ch...>{});
   }
-  bool all_folded() const {
+  FUSE_HD bool all_folded() const {
     return [&]<std::size_t... I>(std::index_sequence<I...>)
                FUSE_LAMBDA_INLINE { return (fuse::get<I>(ch).all_folded() && ...); }(std::index_sequence_for<Ch...>{});
   }
@@ -520,7 +520,7 @@ struct concat_eval {
   }
   /// The child's vector when the whole vector lies in one child, else lane by lane.
   template <class L, bool Fast = false>
-  typename L::template vec<compute_type> load(index_t j, int n) const {
+  FUSE_HD typename L::template vec<compute_type> load(index_t j, int n) const {
     const int first = child_at(j);
     // Along the row the concatenated axis moves monotonically under an affine map, so equal
     // children at both ends mean one child throughout; under a reshape it may not.
@@ -532,7 +532,7 @@ struct concat_eval {
     }(std::index_sequence_for<Ch...>{});
     return r;
   }
-  bool all_folded() const { return false; }  // keeps the iteration space as it is
+  FUSE_HD bool all_folded() const { return false; }  // keeps the iteration space as it is
   FUSE_HD bool contiguous_row() const { return false; }
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {
@@ -590,10 +590,10 @@ struct take_eval {
   }
   /// A gather through the data's own coordinates: lane by lane.
   template <class L, bool Fast = false>
-  typename L::template vec<compute_type> load(index_t j, int n) const {
+  FUSE_HD typename L::template vec<compute_type> load(index_t j, int n) const {
     return load_by_lanes<L>(*this, j, n);
   }
-  bool all_folded() const { return false; }
+  FUSE_HD bool all_folded() const { return false; }
   FUSE_HD bool contiguous_row() const { return false; }
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {

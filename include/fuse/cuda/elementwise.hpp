@@ -5,7 +5,8 @@
 //
 // Work split: blockIdx.y (striding by gridDim.y) walks the rows, which are the output's outer
 // coordinates in row-major order; across x, each thread takes `columns_per_thread` consecutive
-// columns of its row. So a thread divides only to find its row's coordinates, once per row, in
+// columns of its row: one vector of the lane family (fuse/cuda/lanes.hpp) where every leaf and
+// output is contiguous along the row, element by element otherwise. So a thread divides only to find its row's coordinates, once per row, in
 // 32 bits, and never per element.
 #pragma once
 
@@ -15,6 +16,7 @@
 
 #include "fuse/core/dtype.hpp"
 #include "fuse/core/shape.hpp"
+#include "fuse/cuda/lanes.hpp"
 #include "fuse/cuda/launch.hpp"
 #include "fuse/expr/node.hpp"
 
@@ -22,6 +24,7 @@ namespace fuse::cuda {
 
 /// Consecutive columns of one row that each thread evaluates.
 inline constexpr std::uint32_t columns_per_thread = 4;
+static_assert(columns_per_thread == device_lanes::width, "a thread's columns are one vector of the lane family");
 /// Threads per block of the elementwise kernel.
 inline constexpr std::uint32_t elementwise_block_threads = 256;
 /// Most blocks across the rows (CUDA allows 65535 in y); more rows are walked by striding.
@@ -84,8 +87,19 @@ FUSE_HD void elementwise_body(const elementwise_params<Q, Outs, Evs>& p, const t
       ((base[I] = 0), ...);
       if constexpr (Q >= 2)
         for (std::size_t k = 0; k + 1 < Q; ++k) ((base[I] += x[k] * fuse::get<I>(p.outs).stride[k]), ...);
+      using fuse::get;
+      // A whole group of columns over contiguous rows (every leaf and output): one vector per
+      // evaluator through the lane family, 16-byte accesses where the addresses allow them.
+      if constexpr (Q >= 1) {
+        if (j1 - j0 == index_t{columns_per_thread} && (get<I>(evs).contiguous_row() && ...) &&
+            ((get<I>(p.outs).stride[Q - 1] == 1) && ...)) {
+          const tuple<typename device_lanes::vec<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type>...>
+              v{get<I>(evs).template load<device_lanes>(j0, int{columns_per_thread})...};
+          (device_lanes::store(get<I>(p.outs).data + base[I] + j0, get<I>(v)), ...);
+          return;
+        }
+      }
       for (index_t j = j0; j < j1; ++j) {
-        using fuse::get;
         // Every output's element j is computed before any is stored: an output that is also
         // read at the same address (x = f(x)) is read before it is written.
         const tuple<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type...> v{get<I>(evs).get(j)...};
