@@ -8,13 +8,14 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include <fuse/cuda.hpp>
 #include <fuse/fuse.hpp>
+
+#include "cuda/scalar_lane.hpp"
 
 namespace {
 
@@ -25,24 +26,6 @@ template <class X, class B>
 auto gate_tree(const X& x, const B& bias) {
   const auto s = split<4>(x + bias, 1);
   return sigmoid(s[0]) * tanh(s[1]) + exp(s[2]) * sigmoid(s[3]);
-}
-
-/// out[x] = e.at(x) on the host: the CPU's scalar lane.
-template <class T, std::size_t R, class E>
-std::vector<T> scalar_lane(const index_array<R>& ext, const E& e) {
-  std::vector<T> out(static_cast<std::size_t>(product(ext)));
-  cuda::detail::bind_context ctx;
-  auto ev = bind::bind<accurate_math_t>(e, bind::affine_map<R, E::rank>::broadcast(e.shape().array(), ext), ctx);
-  std::size_t i = 0;
-  index_t x[R] = {};
-  for (; i < out.size(); ++i) {
-    out[i] = to_storage<T>(ev.at(x));
-    for (std::size_t k = R; k-- > 0;) {
-      if (++x[k] < ext[k]) break;
-      x[k] = 0;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -82,16 +65,13 @@ TEST_CASE("cuda eval on the GPU: the seed's gate tree, bit-identical to the CPU 
 
       const tensor_view<const float, 2> hxv(hx.data(), dynamic_shape<2>({rows, 4 * n})),
           hbv(hb.data(), dynamic_shape<2>({1, 4 * n}));
-      const auto want = scalar_lane<float>(index_array<2>{{rows, n}}, gate_tree(hxv, hbv));
-      std::size_t differ = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) differ += std::memcmp(&got[i], &want[i], sizeof(float)) != 0;
-      CHECK(differ == 0);
+      const auto want = test::cuda::scalar_lane<accurate_math_t, float>(index_array<2>{{rows, n}}, gate_tree(hxv, hbv));
+      CHECK(test::cuda::count_differences(got.data(), want.data(), got.size()) == 0);
       // The CPU executor from the same .cu file: its SIMD lanes take the scalar lane's algorithm
       // on AVX-512 hosts and other forms (same ULP bounds) on AVX2 ones, so this is reported.
       std::vector<float> cpu(got.size());
       fuse::eval(tensor_view<float, 2>(cpu.data(), dynamic_shape<2>({rows, n})), gate_tree(hxv, hbv));
-      std::size_t cpu_differ = 0;
-      for (std::size_t i = 0; i < got.size(); ++i) cpu_differ += std::memcmp(&got[i], &cpu[i], sizeof(float)) != 0;
+      const std::size_t cpu_differ = test::cuda::count_differences(got.data(), cpu.data(), got.size());
       MESSAGE("rows " << rows << ", n " << n << ": " << cpu_differ << " of " << got.size()
                       << " results differ between the GPU and fuse::eval on this CPU");
     }
@@ -99,11 +79,12 @@ TEST_CASE("cuda eval on the GPU: the seed's gate tree, bit-identical to the CPU 
   FUSE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
-TEST_CASE("cuda eval on the GPU: a launch without a stream is refused") {
+TEST_CASE("cuda eval on the GPU: a launch without a stream, or on the legacy default stream, is refused") {
   float* d = nullptr;
   FUSE_CUDA_CHECK(cudaMalloc(&d, 16 * sizeof(float)));
   tensor_view<float, 1> v(d, dynamic_shape<1>({16}));
   CHECK_THROWS_WITH_AS(cuda::eval(v, v * 2.0f), doctest::Contains("fuse::cuda::on(stream)"), error);
+  CHECK_THROWS_WITH_AS(cuda::eval(v, v * 2.0f, cuda::on(nullptr)), doctest::Contains("legacy default stream"), error);
   FUSE_CUDA_CHECK(cudaFree(d));
 }
 

@@ -7,7 +7,9 @@
 #include <cstddef>
 
 #include "fuse/bind/evaluators.hpp"
+#include "fuse/core/error.hpp"
 #include "fuse/core/shape.hpp"
+#include "fuse/core/small_vector.hpp"
 
 namespace fuse::bind {
 
@@ -43,6 +45,33 @@ bool reads_only_where_written(const leaf_info& leaf, const written_range<Q>& out
   for (std::size_t k = 0; k < Q; ++k)
     if (ext[k] != 1 && leaf.stride[k] != out.stride[k]) return false;
   return true;
+}
+
+/// Every leaf that evaluators ev read over extents ext.
+template <std::size_t Q, class... Ev>
+small_vector<leaf_info, 16> leaves_of(const index_array<Q>& ext, const Ev&... ev) {
+  small_vector<leaf_info, 16> leaves;
+  (ev.for_each_leaf([&](const leaf_info& l) { leaves.push_back(l); }, ext), ...);
+  return leaves;
+}
+
+/// For each output (extents ext), whether some leaf is read at addresses it writes other than
+/// its own elements' (1: the CPU writes it through a temporary, CUDA refuses it). Two outputs
+/// that overlap are an error of `who` (the eval).
+template <std::size_t Q>
+small_vector<char, 8> outputs_read_elsewhere(const small_vector<written_range<Q>, 8>& outs,
+                                             const small_vector<leaf_info, 16>& leaves, const index_array<Q>& ext,
+                                             const char* who) {
+  const std::size_t n = outs.size();
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + 1; b < n; ++b)
+      if (overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
+        throw memory_error(message(who, ": two outputs of one pass overlap in memory"));
+  small_vector<char, 8> read_elsewhere(n, 0);
+  for (std::size_t l = 0; l < leaves.size(); ++l)
+    for (std::size_t o = 0; o < n; ++o)
+      if (!reads_only_where_written(leaves[l], outs[o], ext)) read_elsewhere[o] = 1;
+  return read_elsewhere;
 }
 
 }  // namespace fuse::bind

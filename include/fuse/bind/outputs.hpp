@@ -104,4 +104,25 @@ constexpr void check_outputs() {
   }(std::make_index_sequence<std::tuple_size_v<Outs>>{});
 }
 
+/// The extents of one pass over outs (run time): every output has them and every expression
+/// broadcasts to them, or `who` (the eval) throws shape_error.
+template <std::size_t Q, class... T, class... E>
+index_array<Q> pass_extents(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& outs,
+                            const std::tuple<E...>& exprs, const char* who) {
+  const index_array<Q> ext = std::get<0>(outs).shape().array();
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((std::get<I>(outs).shape().array() == ext
+          ? (void)0
+          : throw_shape_error(who, ": outputs of one pass must share a shape; got ", ext, " and ",
+                              std::get<I>(outs).shape().array())),
+     ...);
+    ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
+          ? (void)0
+          : throw_shape_error(who, ": the expression of shape ", std::get<I>(exprs).shape().array(),
+                              " does not fit the output of shape ", ext)),
+     ...);
+  }(std::index_sequence_for<T...>{});
+  return ext;
+}
+
 }  // namespace fuse

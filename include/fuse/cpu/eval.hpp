@@ -89,18 +89,7 @@ void run_root(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const layer_nor
 template <std::size_t Q, class Ctx, class... T, class... E>
 void run_elementwise(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs, const std::tuple<E...>& exprs,
                      streaming_stores streaming) {
-  const index_array<Q> ext = std::get<0>(outs).shape().array();
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((std::get<I>(outs).shape().array() == ext ? (void)0
-                                               : throw_shape_error("eval: outputs of one pass must share a shape; got ",
-                                                                   ext, " and ", std::get<I>(outs).shape().array())),
-     ...);
-    ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
-          ? (void)0
-          : throw_shape_error("eval: the expression of shape ", std::get<I>(exprs).shape().array(),
-                              " does not fit the output of shape ", ext)),
-     ...);
-  }(std::index_sequence_for<T...>{});
+  const index_array<Q> ext = pass_extents<Q>(outs, exprs, "eval");
   if (product(ext) == 0) return;
   if constexpr ((has_contraction_leaf<E>() || ...)) {
     run_epilogue_blocks<Q>(ctx, outs, exprs, streaming);

@@ -258,8 +258,10 @@ void pair_micro_kernel(index_t kp, const std::uint32_t* __restrict Ap, const std
     // Raw registers: the P x NRV accumulators must stay in registers across the loop.
     __m512 sum[P][NRV];
     FUSE_UNROLL(16)
-    for (int r = 0; r < P; ++r) FUSE_UNROLL(4)
-    for (int v = 0; v < NRV; ++v) sum[r][v] = _mm512_setzero_ps();
+    for (int r = 0; r < P; ++r) {
+      FUSE_UNROLL(4)
+      for (int v = 0; v < NRV; ++v) sum[r][v] = _mm512_setzero_ps();
+    }
     FUSE_UNROLL(2)
     for (index_t p = 0; p < kp; ++p) {
       __m512bh bv[NRV];

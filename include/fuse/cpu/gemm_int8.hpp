@@ -361,10 +361,12 @@ FUSE_FORCE_INLINE void micro_kernel(index_t kg, const unsigned char* ap, const u
   }
   if (h == ROWS && lo == 0 && w == NR && cs == 1) {
     FUSE_UNROLL(12)
-    for (int r = 0; r < ROWS; ++r) FUSE_UNROLL(4)
-    for (int v = 0; v < NRV; ++v) {
-      std::int32_t* p = c + r * rs + v * W;
-      isa::storeu(p, accumulate ? isa::add(isa::loadu(p), acc[r][v]) : acc[r][v]);
+    for (int r = 0; r < ROWS; ++r) {
+      FUSE_UNROLL(4)
+      for (int v = 0; v < NRV; ++v) {
+        std::int32_t* p = c + r * rs + v * W;
+        isa::storeu(p, accumulate ? isa::add(isa::loadu(p), acc[r][v]) : acc[r][v]);
+      }
     }
     return;
   }

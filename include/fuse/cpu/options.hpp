@@ -57,16 +57,6 @@ inline constexpr bool is_eval_option = std::is_same_v<T, accurate_math_t> || std
                                        std::is_same_v<T, streaming_stores> || std::is_same_v<T, epilogue_block>;
 
 namespace detail {
-template <class... Opt>
-struct math_mode_of {
-  using type = accurate_math_t;
-};
-template <class O0, class... Opt>
-struct math_mode_of<O0, Opt...> {
-  using type = std::conditional_t<std::is_same_v<O0, fast_math_t> || std::is_same_v<O0, accurate_math_t>, O0,
-                                  typename math_mode_of<Opt...>::type>;
-};
-
 /// The last option of type T among opt, or `value` when there is none.
 template <class T, class... Opt>
 T option_of(T value, const Opt&... opt) {
@@ -83,9 +73,5 @@ streaming_stores streaming_of(const Opt&... o) {
   return option_of(streaming_stores::automatic, o...);
 }
 }  // namespace detail
-
-/// The math mode named among eval's options (accurate unless fast_math is given).
-template <class... Opt>
-using math_mode_t = typename detail::math_mode_of<std::remove_cvref_t<Opt>...>::type;
 
 }  // namespace fuse

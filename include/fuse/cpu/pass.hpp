@@ -115,11 +115,7 @@ pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>&
                        const small_vector<bind::leaf_info, 16>& leaves, bool tree_folded) {
   pass_plan<Q> plan;
   const std::size_t n = outs.size();
-  plan.through_temp = small_vector<char, 8>(n, 0);
-  for (std::size_t a = 0; a < n; ++a)
-    for (std::size_t b = a + 1; b < n; ++b)
-      if (bind::overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
-        throw memory_error("eval: two outputs of one pass overlap in memory");
+  plan.through_temp = bind::outputs_read_elsewhere(outs, leaves, ext, "eval");
   bool folded = tree_folded;
   stride_list<Q> strides;
   for (std::size_t o = 0; o < n; ++o) strides.push_back(outs[o].stride);
@@ -131,8 +127,6 @@ pass_plan<Q> plan_pass(const index_array<Q>& ext, small_vector<out_state<Q>, 8>&
       for (std::size_t k = 0; k < Q; ++k) st[k] = leaf.stride[k];
       strides.push_back(st);
     }
-    for (std::size_t o = 0; o < n; ++o)
-      if (!bind::reads_only_where_written(leaf, outs[o], ext)) plan.through_temp[o] = 1;
   }
   plan.transform = folded && Q > 0;
   if (plan.transform) {
@@ -236,10 +230,7 @@ pass_plan<Q> plan_for(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& 
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (os.push_back(out_state<Q>::of(std::get<I>(outs).data(), ext, std::get<I>(outs).strides())), ...);
   }(std::index_sequence_for<T...>{});
-  small_vector<bind::leaf_info, 16> leaves;
-  std::apply(
-      [&](const auto&... ev) { (ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...); },
-      evs);
+  const auto leaves = std::apply([&](const auto&... ev) { return bind::leaves_of(ext, ev...); }, evs);
   // Concatenations and takes keep the iteration space as it is, even over folded leaves.
   const bool tree_folded = std::apply([](const auto&... ev) { return (ev.all_folded() && ...); }, evs);
   return plan_pass(ext, os, leaves, tree_folded);

@@ -6,8 +6,8 @@
 // Work split: blockIdx.y (striding by gridDim.y) walks the rows, which are the output's outer
 // coordinates in row-major order; across x, each thread takes `columns_per_thread` consecutive
 // columns of its row: one vector of the lane family (fuse/cuda/lanes.hpp) where every leaf and
-// output is contiguous along the row, element by element otherwise. So a thread divides only to find its row's coordinates, once per row, in
-// 32 bits, and never per element.
+// output is contiguous along the row, element by element otherwise. So a thread divides only to
+// find its row's coordinates, once per row, in 32 bits, and never per element.
 #pragma once
 
 #include <cstddef>
@@ -35,6 +35,11 @@ template <class T, std::size_t Q>
 struct output_slot {
   T* data = nullptr;
   index_array<Q> stride{};
+  /// The stride along a row (the last axis; none at rank 0).
+  FUSE_HD index_t inner() const {
+    if constexpr (Q == 0) return 0;
+    else return stride[Q - 1];
+  }
 };
 
 /// Everything the elementwise kernel reads: passed by value as its one parameter.
@@ -61,54 +66,55 @@ launch_config elementwise_launch(const elementwise_params<Q, Outs, Evs>& p) {
 /// The body: thread t's columns of every row it owns, for every output.
 template <std::size_t Q, class Outs, class Evs>
 FUSE_HD void elementwise_body(const elementwise_params<Q, Outs, Evs>& p, const thread_coords& t) {
-  constexpr std::size_t N = Evs::size;
   const index_t n = Q ? p.extent[Q - 1] : 1;
   const index_t j0 =
       (static_cast<index_t>(t.block.x) * t.block_dim.x + t.thread.x) * static_cast<index_t>(columns_per_thread);
   if (j0 >= n) return;
   const index_t j1 = j0 + columns_per_thread < n ? j0 + static_cast<index_t>(columns_per_thread) : n;
-  for (index_t r = t.block.y; r < p.rows; r += t.grid_dim.y) {
-    // The row's outer coordinates, innermost first, in 32 bits (the host checked that rows fit):
-    // a 64-bit division is a call to a software routine on the GPU. The outermost needs none.
-    index_t x[Q > 0 ? Q : 1] = {};
-    if constexpr (Q >= 2) {
-      auto rest = static_cast<std::uint32_t>(r);
-      for (std::size_t k = Q - 2; k > 0; --k) {
-        const auto e = static_cast<std::uint32_t>(p.extent[k]);
-        x[k] = rest % e;
-        rest /= e;
-      }
-      x[0] = rest;
-    }
-    Evs evs = p.evs;  // row() keeps per-row state: each thread its own copy
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (fuse::get<I>(evs).row(x), ...);
-      index_t base[N];
-      ((base[I] = 0), ...);
-      if constexpr (Q >= 2)
-        for (std::size_t k = 0; k + 1 < Q; ++k) ((base[I] += x[k] * fuse::get<I>(p.outs).stride[k]), ...);
-      using fuse::get;
-      // A whole group of columns over contiguous rows (every leaf and output): one vector per
-      // evaluator through the lane family, 16-byte accesses where the addresses allow them.
-      if constexpr (Q >= 1) {
-        if (j1 - j0 == index_t{columns_per_thread} && (get<I>(evs).contiguous_row() && ...) &&
-            ((get<I>(p.outs).stride[Q - 1] == 1) && ...)) {
-          const tuple<typename device_lanes::vec<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type>...>
-              v{get<I>(evs).template load<device_lanes>(j0, int{columns_per_thread})...};
-          (device_lanes::store(get<I>(p.outs).data + base[I] + j0, get<I>(v)), ...);
-          return;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    using fuse::get;
+    constexpr std::size_t N = sizeof...(I);
+    // Each output's stride along the row, and whether this thread's columns can be one vector
+    // (all of them, every output contiguous along the row): the same for every row.
+    const index_t inner[N] = {get<I>(p.outs).inner()...};
+    const bool whole_vector = Q >= 1 && j1 - j0 == index_t{columns_per_thread} && ((inner[I] == 1) && ...);
+    for (index_t r = t.block.y; r < p.rows; r += t.grid_dim.y) {
+      // The row's outer coordinates, innermost first, in 32 bits (the host checked that rows
+      // fit): a 64-bit division is a call to a software routine on the GPU. The outermost needs
+      // none.
+      index_t x[Q > 0 ? Q : 1] = {};
+      if constexpr (Q >= 2) {
+        auto rest = static_cast<std::uint32_t>(r);
+        for (std::size_t k = Q - 2; k > 0; --k) {
+          const auto e = static_cast<std::uint32_t>(p.extent[k]);
+          x[k] = rest % e;
+          rest /= e;
         }
+        x[0] = rest;
+      }
+      Evs evs = p.evs;  // row() keeps per-row state: each thread its own copy
+      (get<I>(evs).row(x), ...);
+      index_t base[N] = {};
+      if constexpr (Q >= 2)
+        for (std::size_t k = 0; k + 1 < Q; ++k) ((base[I] += x[k] * get<I>(p.outs).stride[k]), ...);
+      // Every output's values are computed before any is stored: an output that is also read at
+      // the same address (x = f(x)) is read before it is written.
+      if (whole_vector && (get<I>(evs).contiguous_row() && ...)) {
+        // One vector per evaluator through the lane family: 16-byte accesses where the
+        // addresses allow them.
+        const tuple<typename device_lanes::vec<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type>...> v{
+            get<I>(evs).template load<device_lanes>(j0, int{columns_per_thread})...};
+        (device_lanes::store(get<I>(p.outs).data + base[I] + j0, get<I>(v)), ...);
+        continue;
       }
       for (index_t j = j0; j < j1; ++j) {
-        // Every output's element j is computed before any is stored: an output that is also
-        // read at the same address (x = f(x)) is read before it is written.
         const tuple<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type...> v{get<I>(evs).get(j)...};
-        ((get<I>(p.outs).data[base[I] + (Q ? j * get<I>(p.outs).stride[Q > 0 ? Q - 1 : 0] : 0)] =
-              to_storage<std::remove_cv_t<std::remove_pointer_t<decltype(get<I>(p.outs).data)>>>(get<I>(v))),
+        ((get<I>(p.outs).data[base[I] + j * inner[I]] =
+              to_storage<std::remove_pointer_t<decltype(get<I>(p.outs).data)>>(get<I>(v))),
          ...);
       }
-    }(std::make_index_sequence<N>{});
-  }
+    }
+  }(std::make_index_sequence<Evs::size>{});
 }
 
 }  // namespace fuse::cuda

@@ -16,12 +16,11 @@
 // each launch to a launch_log), fuse::fast_math / fuse::accurate_math.
 //
 // Not yet (issue 14): reductions, softmax and layer norm (their own kernels, and inside a
-// tree), contractions, outputs that overlap inputs at other addresses, the 16-byte vector path,
-// 32-bit indexing, and the memory-space tag that tells device views from host views.
+// tree), contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside
+// the evaluators, and the memory-space tag that tells device views from host views.
 #pragma once
 
 #include <cstddef>
-#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -70,8 +69,7 @@ namespace detail {
 struct settings {
   bool emulate = false;
   schedule order = schedule::forward;
-  bool has_stream = false;
-  stream_t stream = nullptr;
+  stream_t stream = nullptr;  ///< none given, or the legacy default stream: refused for a launch
   launch_log* log = nullptr;
 };
 template <class... Opt>
@@ -80,22 +78,12 @@ settings settings_of(const Opt&... opt) {
   (
       [&] {
         if constexpr (std::is_same_v<Opt, emulated_t>) s.emulate = true, s.order = opt.order;
-        else if constexpr (std::is_same_v<Opt, on>) s.has_stream = true, s.stream = opt.stream;
+        else if constexpr (std::is_same_v<Opt, on>) s.stream = opt.stream;
         else if constexpr (std::is_same_v<Opt, log_to>) s.log = opt.log;
       }(),
       ...);
   return s;
 }
-template <class... Opt>
-struct mode_of {
-  using type = accurate_math_t;
-};
-template <class O0, class... Opt>
-struct mode_of<O0, Opt...> {
-  using type = std::conditional_t<std::is_same_v<O0, fast_math_t> || std::is_same_v<O0, accurate_math_t>, O0,
-                                  typename mode_of<Opt...>::type>;
-};
-
 /// Whether a tree holds a node that needs a kernel of its own (a reduction, softmax, layer norm
 /// or contraction): the CUDA executor does not run those yet.
 template <class N>
@@ -141,26 +129,18 @@ inline constexpr std::size_t max_parameter_bytes = 32764;
 /// still read, so any other overlap would race; and a CUDA eval allocates no temporary.
 template <std::size_t Q, class Outs, class Evs>
 void check_aliasing(const elementwise_params<Q, Outs, Evs>& p) {
-  constexpr std::size_t N = Evs::size;
-  small_vector<bind::leaf_info, 16> leaves;
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (fuse::get<I>(p.evs).for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, p.extent), ...);
-  }(std::make_index_sequence<N>{});
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    const bind::written_range<Q> outs[] = {
-        bind::written_range<Q>::of(fuse::get<I>(p.outs).data, p.extent, fuse::get<I>(p.outs).stride)...};
-    for (std::size_t a = 0; a < N; ++a)
-      for (std::size_t b = a + 1; b < N; ++b)
-        if (bind::overlaps(outs[a].lo, outs[a].hi, outs[b].lo, outs[b].hi))
-          throw memory_error("cuda::eval: two outputs of one kernel overlap in memory");
-    for (std::size_t l = 0; l < leaves.size(); ++l)
-      for (std::size_t o = 0; o < N; ++o)
-        if (!bind::reads_only_where_written(leaves[l], outs[o], p.extent))
-          throw memory_error(
-              "cuda::eval: an output overlaps an input that is read at other addresses (x = transpose(x), a "
-              "shifted slice, a broadcast of itself); a CUDA eval allocates no temporary: evaluate into another "
-              "buffer");
-  }(std::make_index_sequence<N>{});
+    small_vector<bind::written_range<Q>, 8> outs;
+    (outs.push_back(bind::written_range<Q>::of(fuse::get<I>(p.outs).data, p.extent, fuse::get<I>(p.outs).stride)), ...);
+    const auto read_elsewhere =
+        bind::outputs_read_elsewhere(outs, bind::leaves_of(p.extent, fuse::get<I>(p.evs)...), p.extent, "cuda::eval");
+    for (std::size_t o = 0; o < outs.size(); ++o)
+      if (read_elsewhere[o])
+        throw memory_error(
+            "cuda::eval: an output overlaps an input that is read at other addresses (x = transpose(x), a "
+            "shifted slice, a broadcast of itself); a CUDA eval allocates no temporary: evaluate into another "
+            "buffer");
+  }(std::make_index_sequence<Evs::size>{});
 }
 
 /// One launch of the elementwise body over p.
@@ -173,10 +153,10 @@ void launch_elementwise(const elementwise_params<Q, Outs, Evs>& p, const setting
     emulate_grid(cfg, s.order, [&](const thread_coords& t) { elementwise_body(p, t); });
   } else {
 #if defined(__CUDACC__)
-    if (!s.has_stream)
+    if (s.stream == nullptr)
       throw error(
-          "cuda::eval: give the stream to launch on (fuse::cuda::on(stream)); the legacy default stream "
-          "cannot be captured in a graph");
+          "cuda::eval: give the stream to launch on (fuse::cuda::on(stream), not the legacy default stream 0, which "
+          "cannot be captured in a graph)");
     elementwise_kernel<Q, Outs, Evs><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
                                        ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(p);
     check(cudaGetLastError(), "cuda::eval: the launch of the elementwise kernel", __FILE__, __LINE__);
@@ -196,36 +176,21 @@ void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& o
   static_assert(!(has_own_kernel_node<E>() || ...),
                 "fuse::cuda::eval: reductions, softmax, layer norm and contractions do not run on CUDA yet (only "
                 "elementwise trees and views)");
-  const index_array<Q> ext = std::get<0>(outs).shape().array();
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((std::get<I>(outs).shape().array() == ext
-          ? (void)0
-          : throw_shape_error("cuda::eval: outputs of one kernel must share a shape; got ", ext, " and ",
-                              std::get<I>(outs).shape().array())),
-     ...);
-    ((broadcastable_to(std::get<I>(exprs).shape().array(), ext)
-          ? (void)0
-          : throw_shape_error("cuda::eval: the expression of shape ", std::get<I>(exprs).shape().array(),
-                              " does not fit the output of shape ", ext)),
-     ...);
-  }(std::index_sequence_for<T...>{});
+  const index_array<Q> ext = pass_extents<Q>(outs, exprs, "cuda::eval");
   if (product(ext) == 0) return;
   bind_context ctx;
+  // exprs[I] bound over the output's extents, broadcast to them, as the CPU binds it.
+  const auto bound = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+    using E_I = std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>;
+    return bind::bind<Mode>(std::get<I>(exprs),
+                            bind::affine_map<Q, E_I::rank>::broadcast(std::get<I>(exprs).shape().array(), ext), ctx);
+  };
   auto p = [&]<std::size_t... I>(std::index_sequence<I...>) {
     using Outs = tuple<output_slot<T, Q>...>;
-    using Evs = tuple<decltype(bind::bind<Mode>(
-        std::get<I>(exprs),
-        bind::affine_map<Q, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
-            std::get<I>(exprs).shape().array(), ext),
-        ctx))...>;
+    using Evs = tuple<decltype(bound(std::integral_constant<std::size_t, I>{}))...>;
     return elementwise_params<Q, Outs, Evs>{
         Outs{output_slot<T, Q>{std::get<I>(outs).data(), std::get<I>(outs).strides()}...},
-        Evs{bind::bind<Mode>(
-            std::get<I>(exprs),
-            bind::affine_map<Q, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
-                std::get<I>(exprs).shape().array(), ext),
-            ctx)...},
-        ext, 1};
+        Evs{bound(std::integral_constant<std::size_t, I>{})...}, ext, 1};
   }(std::index_sequence_for<T...>{});
   for (std::size_t k = 0; k + 1 < Q; ++k) p.rows *= ext[k];
   if (p.rows > index_t{0xFFFFFFFF})
@@ -249,9 +214,8 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   check_output<O, E>();
   constexpr std::size_t Q = O::rank;
   using T = typename O::element_type;
-  detail::run_elementwise<typename detail::mode_of<Opt...>::type, Q>(
-      std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
-      detail::settings_of(opt...));
+  detail::run_elementwise<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)),
+                                                  std::tuple<const E&>(expr), detail::settings_of(opt...));
 }
 
 /// Evaluates one expression per output, all in one kernel (trailing options allowed).
@@ -266,9 +230,7 @@ void eval(outputs_t<O...> outs, Args&&... args) {
     auto exprs = std::make_tuple(as_expr(std::get<I>(all))...);
     check_outputs<std::tuple<O...>, decltype(exprs)>();
     constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
-    using Mode =
-        typename detail::mode_of<std::remove_cvref_t<std::tuple_element_t<N + J, std::tuple<Args...>>>...>::type;
-    detail::run_elementwise<Mode, Q>(
+    detail::run_elementwise<math_mode_t<std::tuple_element_t<N + J, std::tuple<Args...>>...>, Q>(
         std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(std::get<I>(outs.views))...), exprs,
         detail::settings_of(std::get<N + J>(all)...));
   }(std::make_index_sequence<N>{}, std::make_index_sequence<sizeof...(Args) - N>{});

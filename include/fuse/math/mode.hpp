@@ -6,6 +6,8 @@
 //   fast_math:     Eigen's accuracy class (a few ULP), cheaper; edges stay correct.
 #pragma once
 
+#include <type_traits>
+
 namespace fuse {
 
 struct accurate_math_t {};
@@ -13,5 +15,22 @@ struct fast_math_t {};
 
 inline constexpr accurate_math_t accurate_math{};
 inline constexpr fast_math_t fast_math{};
+
+namespace detail {
+template <class... Opt>
+struct math_mode_of {
+  using type = accurate_math_t;
+};
+template <class O0, class... Opt>
+struct math_mode_of<O0, Opt...> {
+  using type = std::conditional_t<std::is_same_v<O0, fast_math_t> || std::is_same_v<O0, accurate_math_t>, O0,
+                                  typename math_mode_of<Opt...>::type>;
+};
+}  // namespace detail
+
+/// The math mode named among an eval's options, whichever executor (accurate unless fast_math
+/// is given).
+template <class... Opt>
+using math_mode_t = typename detail::math_mode_of<std::remove_cvref_t<Opt>...>::type;
 
 }  // namespace fuse
