@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include <fuse/relay/ir.hpp>
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/typecheck.hpp>
@@ -29,6 +31,13 @@ inline relay::module checked(const std::string& text) {
   relay::module m = relay::parse("test.relay", text);
   relay::typecheck(m);
   return m;
+}
+
+/// The body of `m`'s main function (which must exist).
+inline const relay::expr* main_body(const relay::module& m) {
+  REQUIRE(m.find("main"));
+  REQUIRE(m.find("main")->fn);
+  return m.find("main")->fn->body;
 }
 
 /// A tensor of random bytes of dtype dt (bool: 0 or 1): any bit pattern, NaNs included.

@@ -29,16 +29,11 @@
 using namespace fuse::relay;
 namespace relay = fuse::relay;
 using fuse::test::embedded_programs;
+using fuse::test::main_body;
 using fuse::test::read_file;
 using fuse::test::restore_ty_comments;
 
 namespace {
-
-const expr* main_body(const module& m) {
-  REQUIRE(m.find("main"));
-  REQUIRE(m.find("main")->fn);
-  return m.find("main")->fn->body;
-}
 
 // Parses `text`, which must fail; returns the error.
 relay::error parse_error(const std::string& text, const std::string& name = "t.relay") {

@@ -34,7 +34,8 @@ using namespace fuse::relay;
 namespace relay = fuse::relay;
 using fuse::test::embedded_programs;
 using fuse::test::restore_ty_comments;
-const auto read_text = [](const std::filesystem::path& p) { return fuse::test::read_file(p); };
+using fuse::test::main_body;
+using fuse::test::read_file;
 
 namespace {
 
@@ -48,7 +49,7 @@ seed_pair seed_001_pair(const std::string& header) {
   seed_pair out;
   const std::filesystem::path p = std::filesystem::path(FUSE_SEEDS_DIR) / "001_4401d3bae97518cb.txt";
   if (!std::filesystem::exists(p)) return out;
-  const std::string t = read_text(p);
+  const std::string t = read_file(p);
   const std::size_t h = t.find(header);
   if (h == std::string::npos) return out;
   const std::size_t b = t.find("\u2014before", h), a = t.find("\u2014after", h);
@@ -158,11 +159,6 @@ std::size_t count_kind(module& m, expr_kind k) {
   return n;
 }
 
-const expr* main_body(const module& m) {
-  REQUIRE(m.find("main"));
-  return m.find("main")->fn->body;
-}
-
 // Attaches data to meta[relay.Constant][i] nodes parsed without a metadata section.
 void give_data(module& m, std::size_t index, constant_data d) {
   auto shared = std::make_shared<const constant_data>(std::move(d));
@@ -262,7 +258,7 @@ TEST_CASE("printer: round trip of every corpus file and seed program") {
       if (f.path().extension() != ".relay") continue;
       module m;
       try {
-        m = parse(f.path().string(), read_text(f.path()));
+        m = parse(f.path().string(), read_file(f.path()));
       } catch (const relay::error&) {
         continue;  // the parser tests say which do not parse
       }
@@ -280,7 +276,7 @@ TEST_CASE("printer: round trip of every corpus file and seed program") {
     for (const auto& f : std::filesystem::directory_iterator(FUSE_SEEDS_DIR)) {
       if (f.path().extension() != ".txt") continue;
       int k = 0;
-      for (const std::string& p : embedded_programs(restore_ty_comments(read_text(f.path())))) {
+      for (const std::string& p : embedded_programs(restore_ty_comments(read_file(f.path())))) {
         ++k;
         module m;
         try {
@@ -728,7 +724,7 @@ namespace {
 std::vector<std::string> seed_001_section(const std::string& header, const std::string& next) {
   const std::filesystem::path p = std::filesystem::path(FUSE_SEEDS_DIR) / "001_4401d3bae97518cb.txt";
   if (!std::filesystem::exists(p)) return {};
-  const std::string t = read_text(p);
+  const std::string t = read_file(p);
   const std::size_t a = t.find(header), b = t.find(next, a == std::string::npos ? 0 : a);
   if (a == std::string::npos || b == std::string::npos) return {};
   return embedded_programs(restore_ty_comments(t.substr(a, b - a)));

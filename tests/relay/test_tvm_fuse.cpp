@@ -48,8 +48,6 @@ std::string describe(const tvm_plan& plan) {
   return s;
 }
 
-std::string read_text(const std::filesystem::path& p) { return read_file_bytes(p.string()); }
-
 /// The first `fn (%X` program at or after `from` in the seed issue: up to its closing brace at
 /// the start of a line.
 std::string seed_function(const std::string& text, std::size_t& from) {
@@ -81,7 +79,7 @@ TEST_CASE("tvm planner: the seed issue's programs") {
     MESSAGE("skipped: no seed at " << file.string());
     return;
   }
-  const std::string text = read_text(file);
+  const std::string text = fuse::test::read_file(file);
   std::size_t from = 0;
   const std::string expected = seed_function(text, from), fused = seed_function(text, from);
   REQUIRE(!expected.empty());
