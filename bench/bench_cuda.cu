@@ -139,8 +139,8 @@ void copy_kernel(benchmark::State& state) {
 struct seed_inputs {
   float *x = nullptr, *bias = nullptr, *out = nullptr, *want = nullptr;
   auto tree() const {
-    auto xv = fuse::view(static_cast<const float*>(x), {rows, 3 * cols});
-    auto bv = fuse::view(static_cast<const float*>(bias), {cols});
+    auto xv = fuse::cuda::view(static_cast<const float*>(x), {rows, 3 * cols});
+    auto bv = fuse::cuda::view(static_cast<const float*>(bias), {cols});
     auto s = fuse::split<3>(xv, 1);
     return fuse::cast<float>(fuse::cast<fuse::half>(fuse::sigmoid(s[0]) + fuse::tanh(s[1]) * fuse::exp(s[2]) + bv));
   }
@@ -204,7 +204,7 @@ void seed_tree_executor(benchmark::State& state) {
   seed_inputs in;
   CUDA_CHECK(cudaMemset(in.out, 0xff, sizeof(float) * rows * cols));
   const auto tree = in.tree();
-  fuse::tensor_view<float, 2> out(in.out, fuse::dynamic_shape<2>({rows, cols}));
+  const auto out = fuse::cuda::view(in.out, {rows, cols});
   events ev;
   for (auto _ : state) {
     CUDA_CHECK(cudaEventRecord(ev.start, stream()));

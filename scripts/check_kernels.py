@@ -8,7 +8,10 @@ functions each make one fuse::cuda::eval (tests/cuda/static_kernels.cu). No GPU 
    `fuse-static-kernels: N` says it makes evals.
 2. No calls in any kernel (a call is an out-of-line routine: a software division, a printf, an
    assert), and no 64-bit integer division or remainder (ptxas turns them into such a call).
-3. Vector accesses: each PTX instruction named on the source's line
+3. No local memory (a stack frame: `.local` in the PTX, the `__local_depot` ptxas keeps in
+   DRAM): an array indexed at run time, or a spill forced at the PTX level, in a kernel that
+   should live in registers.
+4. Vector accesses: each PTX instruction named on the source's line
    `fuse-static-instructions: ...` appears (ld.global.v4.f32: contiguous float rows are read
    16 bytes at a time).
 Prints each violation and exits 1 if there is any.
@@ -45,7 +48,8 @@ def main():
     if len(found) != want:
         errors.append(f'{len(found)} kernel entries, expected {want} (one per eval)')
     for name, body in found:
-        for pat, what in ((r'^\s*call(\.uni)?\s', 'a call'), (r'\b(div|rem)\.[su]64\b', 'a 64-bit division')):
+        for pat, what in ((r'^\s*call(\.uni)?\s', 'a call'), (r'\b(div|rem)\.[su]64\b', 'a 64-bit division'),
+                          (r'\.local\b', 'local memory (a stack frame)')):
             hit = re.search(pat, body, re.M)
             if hit:
                 line = body[:hit.start()].count('\n')
@@ -57,7 +61,7 @@ def main():
     for e in errors:
         print('check_kernels:', e)
     if not errors:
-        print(f'check_kernels: {len(found)} kernels, one per eval; no calls, no 64-bit division; '
+        print(f'check_kernels: {len(found)} kernels, one per eval; no calls, no 64-bit division, no local memory; '
               f'{m.group(1).strip() if m else "no instructions asked for"} present')
     return 1 if errors else 0
 

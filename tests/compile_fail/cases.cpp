@@ -1,6 +1,7 @@
 // Compile-fail cases: each FUSE_CASE_* must be rejected at compile time with a diagnostic that
 // names what is wrong (tests/CMakeLists.txt checks the compiler's output). Without any
 // FUSE_CASE_* defined the file must compile: that is the control case.
+#include <fuse/cuda.hpp>
 #include <fuse/fuse.hpp>
 
 int main() {
@@ -9,7 +10,11 @@ int main() {
   fuse::tensor<float, fuse::fixed<3>> row;
   fuse::tensor<int, fuse::fixed<2, 3>> i;
   fuse::tensor<float, 2> d({2, 3});
-  fuse::eval(a, a + row);  // fine: (2,3) + (3)
+  fuse::eval(a, a + row);       // fine: (2,3) + (3)
+  float* device_ptr = nullptr;  // (never dereferenced: these cases do not compile)
+  auto dv = fuse::cuda::view(device_ptr, {2, 3});
+  fuse::cuda::eval(d, a * 2.0f, fuse::cuda::emulated);  // fine: the emulator reads host memory
+  (void)dv;
 #if defined(FUSE_CASE_STATIC_SHAPES)
   auto e = a + b;  // (2,3) and (4,5) do not broadcast
   (void)e;
@@ -79,6 +84,21 @@ int main() {
 #elif defined(FUSE_CASE_PACKED_TEMPORARY)
   auto y = fuse::dense(d, fuse::pack(d));  // the packing is freed at the end of the statement
   (void)y;
+#elif defined(FUSE_CASE_CPU_READS_DEVICE)
+  fuse::eval(d, dv * 2.0f);
+#elif defined(FUSE_CASE_CPU_WRITES_DEVICE)
+  fuse::eval(dv, a * 2.0f);
+#elif defined(FUSE_CASE_CPU_WRITES_DEVICE_OUTPUTS)
+  fuse::eval(fuse::outputs(d, dv), a * 2.0f, a);
+#elif defined(FUSE_CASE_CUDA_READS_HOST)
+  fuse::cuda::eval(dv, a * 2.0f, fuse::cuda::on(nullptr));
+#elif defined(FUSE_CASE_CUDA_WRITES_HOST)
+  fuse::cuda::eval(fuse::transpose(d), fuse::transpose(dv), fuse::cuda::on(nullptr));
+#elif defined(FUSE_CASE_EMULATOR_READS_DEVICE)
+  fuse::cuda::eval(d, dv + 1.0f, fuse::cuda::emulated);
+#elif defined(FUSE_CASE_DEVICE_VIEW_AS_HOST)
+  fuse::tensor_view<const float, 2> hv = dv;  // no conversion between memory spaces
+  (void)hv;
 #endif
   return 0;
 }

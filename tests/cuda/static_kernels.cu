@@ -23,16 +23,16 @@ using namespace fuse;
 
 /// The seed's gate tree: split, a broadcast bias, sigmoid/tanh/exp, a cast to half.
 void gates(const float* x, const float* bias, half* out, index_t rows, index_t n, cuda::stream_t s) {
-  const tensor_view<const float, 2> xv(x, dynamic_shape<2>({rows, 4 * n})), bv(bias, dynamic_shape<2>({1, 4 * n}));
+  const auto xv = cuda::view(x, {rows, 4 * n}), bv = cuda::view(bias, {1, 4 * n});
   const auto g = split<4>(xv + bv, 1);
-  cuda::eval(tensor_view<half, 2>(out, dynamic_shape<2>({rows, n})),
-             cast<half>(sigmoid(g[0]) * tanh(g[1]) + exp(g[2]) * sigmoid(g[3])), cuda::on(s));
+  cuda::eval(cuda::view(out, {rows, n}), cast<half>(sigmoid(g[0]) * tanh(g[1]) + exp(g[2]) * sigmoid(g[3])),
+             cuda::on(s));
 }
 
 /// An LSTM cell's two outputs in one kernel.
 void lstm(const float* gates_, float* h, float* c, index_t rows, index_t n, cuda::stream_t s) {
-  const tensor_view<const float, 2> gv(gates_, dynamic_shape<2>({rows, 4 * n}));
-  const tensor_view<float, 2> hv(h, dynamic_shape<2>({rows, n})), cv(c, dynamic_shape<2>({rows, n}));
+  const auto gv = cuda::view(gates_, {rows, 4 * n});
+  const auto hv = cuda::view(h, {rows, n}), cv = cuda::view(c, {rows, n});
   const auto g = split<4>(gv, 1);
   const auto c_new = sigmoid(g[1]) * cv + sigmoid(g[0]) * tanh(g[2]);
   cuda::eval(outputs(hv, cv), sigmoid(g[3]) * tanh(c_new), c_new, cuda::on(s));
@@ -40,26 +40,25 @@ void lstm(const float* gates_, float* h, float* c, index_t rows, index_t n, cuda
 
 /// A rank-4 transpose (the attention heads' layout change) with a requantize to int8.
 void heads(const float* q, std::int8_t* out, index_t b, index_t sq, index_t h, index_t d, cuda::stream_t s) {
-  const tensor_view<const float, 4> qv(q, dynamic_shape<4>({b, sq, h, d}));
-  cuda::eval(tensor_view<std::int8_t, 4>(out, dynamic_shape<4>({b, h, sq, d})),
+  const auto qv = cuda::view(q, {b, sq, h, d});
+  cuda::eval(cuda::view(out, {b, h, sq, d}),
              cast<std::int8_t>(clip(round(transpose(qv, {0, 2, 1, 3}) * 16.0f), -128.0, 127.0)), cuda::on(s));
 }
 
 /// GELU (erf) over a strided slice, fast math.
 void gelu_fast(const float* x, float* out, index_t rows, index_t n, cuda::stream_t s) {
-  const tensor_view<const float, 2> xv(x, dynamic_shape<2>({rows, 2 * n}));
-  cuda::eval(tensor_view<float, 2>(out, dynamic_shape<2>({rows, n})),
-             gelu(strided_slice(xv, {0, 0}, {rows, 2 * n}, {1, 2})), cuda::on(s), fast_math);
+  const auto xv = cuda::view(x, {rows, 2 * n});
+  cuda::eval(cuda::view(out, {rows, n}), gelu(strided_slice(xv, {0, 0}, {rows, 2 * n}, {1, 2})), cuda::on(s),
+             fast_math);
 }
 
 /// A concatenation of int32 tensors along the last axis, one of them broadcast.
 void concat(const std::int32_t* a, const std::int32_t* tail, std::int32_t* out, index_t m, index_t k,
             cuda::stream_t s) {
-  const tensor_view<const std::int32_t, 2> av(a, dynamic_shape<2>({m, k}));
-  const tensor_view<const std::int32_t, 2> tv(tail, dynamic_shape<2>({1, 3}));
+  const auto av = cuda::view(a, {m, k});
+  const auto tv = cuda::view(tail, {1, 3});
   const auto tails = broadcast_to(tv, {m, 3});
-  cuda::eval(tensor_view<std::int32_t, 2>(out, dynamic_shape<2>({m, k + 3})), concatenate(std::tie(av, tails), 1) * 3,
-             cuda::on(s));
+  cuda::eval(cuda::view(out, {m, k + 3}), concatenate(std::tie(av, tails), 1) * 3, cuda::on(s));
 }
 
 }  // namespace check

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <fuse/cuda.hpp>
@@ -204,6 +206,33 @@ TEST_CASE("cuda emulated: errors are clear") {
                        doctest::Contains("overlap"), memory_error);
   CHECK_THROWS_WITH_AS(cuda::eval(a, b.view() + 1.0f, cuda::emulated), doctest::Contains("does not fit"), shape_error);
   // This file is compiled by the host compiler: it holds no kernel to launch.
-  CHECK_THROWS_WITH_AS(cuda::eval(a, a.view() + 1.0f), doctest::Contains("not compiled by nvcc"), error);
+  // (device views: a launch of host memory does not compile, tests/compile_fail; the pointer is
+  // never dereferenced, the launch is refused first)
+  const auto d = cuda::view(a.data(), {4, 4});
+  CHECK_THROWS_WITH_AS(cuda::eval(d, d + 1.0f, cuda::on(nullptr)), doctest::Contains("not compiled by nvcc"), error);
   cuda::eval(a, a.view() + 1.0f, cuda::emulated);  // in place, same addresses: fine
+}
+
+TEST_CASE("cuda memory spaces: device views keep their space through every view; the trees say what they read") {
+  float* p = nullptr;  // never dereferenced here: only types and shapes are checked
+  const auto dv = cuda::view(p, {4, 6});
+  static_assert(std::is_same_v<decltype(dv)::memory_space_type, device_memory>);
+  static_assert(std::is_same_v<decltype(cuda::view(p, {4, 6}, {1, 4}))::memory_space_type, device_memory>);
+  CHECK(dv.shape().array() == index_array<2>{{4, 6}});
+  CHECK(dv.strides() == index_array<2>{{6, 1}});
+  CHECK(cuda::view(p, {4, 6}, {1, 4}).strides() == index_array<2>{{1, 4}});
+  CHECK_THROWS_WITH_AS(cuda::view(p, {2, -1}), doctest::Contains("cuda::view: negative extent"), shape_error);
+  // Views of a device view are device views (the CPU executor refuses them: tests/compile_fail).
+  static_assert(std::is_same_v<decltype(transpose(dv))::memory_space_type, device_memory>);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(split<2>(dv, 1)[0])>::memory_space_type, device_memory>);
+  static_assert(std::is_same_v<decltype(strided_slice(dv, {0, 0}, {4, 6}, {2, 3}))::memory_space_type, device_memory>);
+  static_assert(std::is_same_v<decltype(as_output(reshape(dv, {24})))::memory_space_type, device_memory>);
+  static_assert(std::is_same_v<expr_t<decltype(dv)>::memory_space_type, device_memory>);
+  // What a tree reads: host, device, both, or nothing (constants).
+  tensor<float, 2> h({4, 6});
+  static_assert(memory_read_by<decltype(exp(dv) + 1.0f)>() == device_read);
+  static_assert(memory_read_by<decltype(exp(h.view()) + 1.0f)>() == host_read);
+  static_assert(memory_read_by<decltype(dv + h.view())>() == (host_read | device_read));
+  static_assert(memory_read_by<decltype(as_expr(2.0f))>() == 0);
+  static_assert(memory_read_by<decltype(concatenate(std::tie(dv, dv), 0) * 2.0f)>() == device_read);
 }

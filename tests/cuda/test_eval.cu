@@ -7,6 +7,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -43,28 +44,17 @@ TEST_CASE("cuda eval on the GPU: the seed's gate tree, bit-identical to the CPU 
       std::vector<float> hx(static_cast<std::size_t>(rows * 4 * n)), hb(static_cast<std::size_t>(4 * n));
       for (auto& v : hx) v = d(g);
       for (auto& v : hb) v = d(g) / 8;
-      float *dx = nullptr, *db = nullptr, *dout = nullptr;
-      FUSE_CUDA_CHECK(cudaMallocAsync(&dx, hx.size() * sizeof(float), stream));
-      FUSE_CUDA_CHECK(cudaMallocAsync(&db, hb.size() * sizeof(float), stream));
-      FUSE_CUDA_CHECK(cudaMallocAsync(&dout, static_cast<std::size_t>(rows * n) * sizeof(float), stream));
-      FUSE_CUDA_CHECK(cudaMemcpyAsync(dx, hx.data(), hx.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
-      FUSE_CUDA_CHECK(cudaMemcpyAsync(db, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
-      FUSE_CUDA_CHECK(cudaMemsetAsync(dout, 0xFF, static_cast<std::size_t>(rows * n) * sizeof(float), stream));
-
-      const tensor_view<const float, 2> x(dx, dynamic_shape<2>({rows, 4 * n})), b(db, dynamic_shape<2>({1, 4 * n}));
-      tensor_view<float, 2> out(dout, dynamic_shape<2>({rows, n}));
-      cuda::launch_log log;
-      cuda::eval(out, gate_tree(x, b), cuda::on(stream), cuda::log_to(log));
-      CHECK(log.size() == 1);
-      std::vector<float> got(static_cast<std::size_t>(rows * n));
-      FUSE_CUDA_CHECK(cudaMemcpyAsync(got.data(), dout, got.size() * sizeof(float), cudaMemcpyDeviceToHost, stream));
-      FUSE_CUDA_CHECK(cudaStreamSynchronize(stream));
-      FUSE_CUDA_CHECK(cudaFreeAsync(dx, stream));
-      FUSE_CUDA_CHECK(cudaFreeAsync(db, stream));
-      FUSE_CUDA_CHECK(cudaFreeAsync(dout, stream));
-
       const tensor_view<const float, 2> hxv(hx.data(), dynamic_shape<2>({rows, 4 * n})),
           hbv(hb.data(), dynamic_shape<2>({1, 4 * n}));
+      const cuda::tensor<float, 2> x = cuda::to_device(hxv, stream), b = cuda::to_device(hbv, stream);
+      cuda::tensor<float, 2> out({rows, n}, stream);
+      FUSE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xFF, sizeof(float) * static_cast<std::size_t>(out.size()), stream));
+      cuda::launch_log log;
+      cuda::eval(out, gate_tree(x.view(), b.view()), cuda::on(stream), cuda::log_to(log));
+      CHECK(log.size() == 1);
+      const fuse::tensor<float, 2> host_out = cuda::to_host(out, stream);
+      std::vector<float> got(host_out.begin(), host_out.end());
+
       const auto want = test::cuda::scalar_lane<accurate_math_t, float>(index_array<2>{{rows, n}}, gate_tree(hxv, hbv));
       CHECK(test::cuda::count_differences(got.data(), want.data(), got.size()) == 0);
       // The CPU executor from the same .cu file: its SIMD lanes take the scalar lane's algorithm
@@ -82,10 +72,43 @@ TEST_CASE("cuda eval on the GPU: the seed's gate tree, bit-identical to the CPU 
 TEST_CASE("cuda eval on the GPU: a launch without a stream, or on the legacy default stream, is refused") {
   float* d = nullptr;
   FUSE_CUDA_CHECK(cudaMalloc(&d, 16 * sizeof(float)));
-  tensor_view<float, 1> v(d, dynamic_shape<1>({16}));
+  const auto v = cuda::view(d, {16});
   CHECK_THROWS_WITH_AS(cuda::eval(v, v * 2.0f), doctest::Contains("fuse::cuda::on(stream)"), error);
   CHECK_THROWS_WITH_AS(cuda::eval(v, v * 2.0f, cuda::on(nullptr)), doctest::Contains("legacy default stream"), error);
   FUSE_CUDA_CHECK(cudaFree(d));
+}
+
+TEST_CASE("cuda tensor and copy: stream-ordered device memory, round trips, shape and stream errors") {
+  cudaStream_t stream{};
+  FUSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::mt19937 g(3);
+  for (index_t n : {index_t{0}, index_t{1}, index_t{17}, index_t{1023}}) {
+    CAPTURE(n);
+    fuse::tensor<std::int32_t, 2> h({3, n});
+    for (auto& v : h) v = static_cast<std::int32_t>(g() % 2000001) - 1000000;
+    cuda::tensor<std::int32_t, 2> d({3, n}, stream);
+    CHECK(d.size() == 3 * n);
+    const auto zeroed = cuda::to_host(d, stream);
+    CHECK(std::count(zeroed.begin(), zeroed.end(), 0) == zeroed.size());
+    cuda::copy(d, h, cuda::on(stream));
+    cuda::tensor<std::int32_t, 2> e({3, n}, stream);
+    cuda::copy(e, d, cuda::on(stream));      // device to device
+    cuda::eval(e, e + 1, cuda::on(stream));  // a device tensor as output and operand
+    const auto back = cuda::to_host(e, stream);
+    for (index_t i = 0; i < h.size(); ++i) CHECK(back.data()[i] == h.data()[i] + 1);
+    cuda::tensor<std::int32_t, 2> moved = std::move(e);  // the memory moves with it
+    CHECK(moved.size() == 3 * n);
+    CHECK(e.data() == nullptr);
+  }
+  cuda::tensor<float, 2> a({2, 3}, stream);
+  fuse::tensor<float, 2> wrong({3, 2});
+  CHECK_THROWS_WITH_AS(cuda::copy(a, wrong, cuda::on(stream)),
+                       doctest::Contains("cuda::copy: the destination has shape"), shape_error);
+  CHECK_THROWS_WITH_AS(cuda::copy(cuda::view(a.data(), {3, 2}, {1, 3}), wrong, cuda::on(stream)),
+                       doctest::Contains("contiguous"), shape_error);
+  CHECK_THROWS_WITH_AS((cuda::tensor<float, 2>({2, 3}, nullptr)), doctest::Contains("legacy default stream"), error);
+  FUSE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  FUSE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
 TEST_CASE("cuda errors become fuse::error naming the call, the file, the line and the CUDA error") {

@@ -33,9 +33,9 @@
 using namespace fuse::relay;
 namespace relay = fuse::relay;
 using fuse::test::embedded_programs;
-using fuse::test::restore_ty_comments;
 using fuse::test::main_body;
 using fuse::test::read_file;
+using fuse::test::restore_ty_comments;
 
 namespace {
 

@@ -64,6 +64,11 @@ auto bind_concat(const concat_expr<C...>& n, const Map& m, Ctx& ctx, std::index_
       m,
       n.axis,
       n.offsets};
+  if constexpr (is_affine_map<Map>::value) {
+    const auto a = static_cast<std::size_t>(n.axis);
+    e.axis_base = m.offset[a];
+    if (m.src[a] >= 0) e.axis_coef[static_cast<std::size_t>(m.src[a])] = m.scale[a];
+  }
   return e;
 }
 

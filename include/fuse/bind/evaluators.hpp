@@ -480,16 +480,39 @@ struct concat_eval {
   Map map;
   index_t axis = 0;
   index_array<count + 1> offsets{};
+  // Under an affine map the concatenated coordinate is axis_base + sum_k axis_coef[k] * x[k]
+  // (set by bind): computed from x at constant indices, where map.apply followed by c[axis]
+  // would index arrays by a run-time value, which puts them in local memory in a kernel.
+  index_array<Q> axis_coef{};
+  index_t axis_base = 0;
   // Row state: the child every element of the row falls in, or -1 when it varies along the row.
   int row_child = -1;
   index_array<Q> row_x{};
 
+  FUSE_HD index_t axis_coordinate(const index_t* x) const {
+    if constexpr (is_affine_map<Map>::value) {
+      index_t a = axis_base;
+      for (std::size_t k = 0; k < Q; ++k) a += axis_coef[k] * x[k];
+      return a;
+    } else {
+      index_t c[Map::out_rank];
+      map.apply(x, c);
+      return c[axis];
+    }
+  }
+  /// Does the concatenated coordinate move along the row (the last iteration axis)?
+  FUSE_HD bool axis_moves_along_row() const {
+    if constexpr (Q == 0) return false;
+    else if constexpr (is_affine_map<Map>::value) return axis_coef[Q - 1] != 0;
+    else return map.depends(static_cast<std::size_t>(axis), Q - 1);
+  }
   FUSE_HD int child_of(const index_t* x) const {
-    index_t c[Map::out_rank];
-    map.apply(x, c);
-    const index_t a = c[axis];
+    const index_t a = axis_coordinate(x);
+    // The last child whose offset a reaches (offsets ascend), by a loop of constant bounds: an
+    // index found by a while loop would put `offsets` in local memory in a kernel.
     int i = 0;
-    while (i + 1 < static_cast<int>(count) && a >= offsets[static_cast<std::size_t>(i) + 1]) ++i;
+    for (std::size_t k = 1; k < count; ++k)
+      if (a >= offsets[k]) i = static_cast<int>(k);
     return i;
   }
   template <class F>
@@ -507,7 +530,7 @@ struct concat_eval {
     [&]<std::size_t... I>(std::index_sequence<I...>)
         FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).row(x), ...); }(std::index_sequence_for<Ch...>{});
     for (std::size_t k = 0; k < Q; ++k) row_x[k] = x[k];
-    row_child = (Q == 0 || !map.depends(static_cast<std::size_t>(axis), Q - 1)) ? child_of(x) : -1;
+    row_child = axis_moves_along_row() ? -1 : child_of(x);
   }
   FUSE_HD int child_at(index_t j) const {
     if (row_child >= 0) return row_child;

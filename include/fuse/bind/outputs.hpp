@@ -32,7 +32,8 @@ auto as_output(X&& x) {
   } else if constexpr (is_tensor_view<D>::value) {
     static_assert(output_is_writable<D, typename D::element_type>,
                   "fuse::eval: the output is a view of const elements; it cannot be written");
-    return tensor_view<typename D::element_type, shape_param_v<typename D::shape_type>>(x);
+    return tensor_view<typename D::element_type, shape_param_v<typename D::shape_type>, typename D::memory_space_type>(
+        x);
   } else if constexpr (is_reshape_view<D>::value) {
     auto inner = as_output(x.child);
     using V = decltype(inner);
@@ -41,7 +42,8 @@ auto as_output(X&& x) {
     if (!bind::detail::reshape_strides(inner.shape().array(), inner.strides(), x.shape().array(), s))
       throw_shape_error("eval: the output reshape to ", x.shape().array(), " of a view of shape ",
                         inner.shape().array(), " cannot be expressed with strides (the view is not contiguous enough)");
-    return tensor_view<typename V::element_type, static_cast<int>(R)>(inner.data(), x.shape(), s);
+    return tensor_view<typename V::element_type, static_cast<int>(R), typename V::memory_space_type>(inner.data(),
+                                                                                                     x.shape(), s);
   } else if constexpr (foreign_viewable<X>) {
     return as_output(view_traits<D>::view(x));
   } else {
@@ -106,8 +108,8 @@ constexpr void check_outputs() {
 
 /// The extents of one pass over outs (run time): every output has them and every expression
 /// broadcasts to them, or `who` (the eval) throws shape_error.
-template <std::size_t Q, class... T, class... E>
-index_array<Q> pass_extents(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& outs,
+template <std::size_t Q, class... T, class M, class... E>
+index_array<Q> pass_extents(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs,
                             const std::tuple<E...>& exprs, const char* who) {
   const index_array<Q> ext = std::get<0>(outs).shape().array();
   [&]<std::size_t... I>(std::index_sequence<I...>) {

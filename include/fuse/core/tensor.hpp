@@ -5,7 +5,10 @@
 //   fuse::tensor<float, fuse::fixed<2, 3>> b;            // extents at compile time
 //   fuse::tensor_view<const float, 2> v = fuse::view(ptr, {4, 5}, {1, 4});  // strided, no copy
 //
-// Strides are in elements and may be zero (broadcast) or negative.
+// Strides are in elements and may be zero (broadcast) or negative. A view's third parameter says
+// where its elements live: host memory (the default; what fuse::eval reads and writes) or device
+// memory (fuse::cuda::eval's; made by fuse::cuda::view or fuse::cuda::tensor). The executors
+// check it at compile time, so a device pointer never reaches a CPU loop.
 #pragma once
 
 #include <cassert>
@@ -38,16 +41,30 @@ void check_extents(const index_array<R>& e, const char* what) {
 }
 }  // namespace detail
 
-/// A non-owning, strided window onto elements of type T (const T for read-only views).
-template <class T, auto E = 1>
+/// Where a view's elements live: the memory the host's loads reach.
+struct host_memory {
+  static constexpr const char* name = "host";
+};
+/// Where a view's elements live: a GPU's global memory (cudaMalloc, cudaMallocAsync).
+struct device_memory {
+  static constexpr const char* name = "device";
+};
+template <class S>
+inline constexpr bool memory_space = std::is_same_v<S, host_memory> || std::is_same_v<S, device_memory>;
+
+/// A non-owning, strided window onto elements of type T (const T for read-only views) in
+/// memory space Space (host_memory or device_memory).
+template <class T, auto E = 1, class Space = host_memory>
 class tensor_view {
  public:
   using element_type = T;
+  using memory_space_type = Space;
   using value_type = std::remove_cv_t<T>;
   using shape_type = shape_from_param_t<E>;
   static constexpr std::size_t rank = shape_type::rank;
   static constexpr bool is_fuse_expr = true;
   static_assert(element<value_type>, "fuse::tensor_view: unsupported element type");
+  static_assert(memory_space<Space>, "fuse::tensor_view: the memory space is fuse::host_memory or fuse::device_memory");
 
   constexpr tensor_view() = default;
 
@@ -58,12 +75,13 @@ class tensor_view {
   FUSE_HD constexpr tensor_view(T* data, shape_type s, const index_array<rank>& strides)
       : data_(data), shape_(s), strides_(strides) {}
 
-  /// A view of U converts to a view of const U, and a static-shape view to a dynamic one.
+  /// A view of U converts to a view of const U, and a static-shape view to a dynamic one, in
+  /// the same memory space (never from host to device or back: see fuse::cuda::copy).
   template <class U, auto F>
     requires(std::is_convertible_v<U*, T*> && shape_from_param_t<F>::rank == rank &&
-             std::is_convertible_v<typename tensor_view<U, F>::shape_type, shape_type> &&
+             std::is_convertible_v<typename tensor_view<U, F, Space>::shape_type, shape_type> &&
              !(std::is_same_v<U, T> && std::is_same_v<shape_from_param_t<F>, shape_type>))
-  FUSE_HD constexpr tensor_view(const tensor_view<U, F>& o)
+  FUSE_HD constexpr tensor_view(const tensor_view<U, F, Space>& o)
       : data_(o.data()), shape_(o.shape()), strides_(o.strides()) {}
 
   FUSE_HD constexpr T* data() const { return data_; }
@@ -114,9 +132,10 @@ class tensor_view {
   index_array<rank> strides_{};
 };
 
-/// The view type of element T and shape type S (one type per shape, whatever spelled it).
-template <class T, class S>
-using view_t = tensor_view<T, shape_param_v<S>>;
+/// The view type of element T, shape type S and memory space M (one type per shape, whatever
+/// spelled it).
+template <class T, class S, class M = host_memory>
+using view_t = tensor_view<T, shape_param_v<S>, M>;
 
 /// An owning tensor: 64-byte aligned, row-major, zero-initialised, deep-copied.
 template <class T, auto E = 1>
@@ -258,8 +277,8 @@ template <class T, auto E>
 tensor_view<const T, E> view(const tensor<T, E>& t) {
   return t.view();
 }
-template <class T, auto E>
-tensor_view<T, E> view(tensor_view<T, E> v) {
+template <class T, auto E, class M>
+tensor_view<T, E, M> view(tensor_view<T, E, M> v) {
   return v;
 }
 
@@ -269,7 +288,7 @@ template <class T, auto E>
 struct is_tensor<tensor<T, E>> : std::true_type {};
 template <class T>
 struct is_tensor_view : std::false_type {};
-template <class T, auto E>
-struct is_tensor_view<tensor_view<T, E>> : std::true_type {};
+template <class T, auto E, class M>
+struct is_tensor_view<tensor_view<T, E, M>> : std::true_type {};
 
 }  // namespace fuse

@@ -98,6 +98,21 @@ void run_elementwise(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...
   }
 }
 
+/// Whether output O and tree E are host memory only, as the CPU needs (a device view made by
+/// fuse::cuda::view or fuse::cuda::tensor names memory the CPU cannot read).
+template <class O, class E>
+constexpr bool reads_host_only() {
+  constexpr bool output_on_host = std::is_same_v<typename O::memory_space_type, host_memory>;
+  constexpr bool inputs_on_host = (memory_read_by<E>() & device_read) == 0;
+  static_assert(output_on_host,
+                "fuse::eval: the output is a device view (device memory, which the CPU cannot write): evaluate it "
+                "with fuse::cuda::eval, or evaluate into host memory and copy it (fuse::cuda::copy)");
+  static_assert(inputs_on_host,
+                "fuse::eval: the expression reads a device view (device memory, which the CPU cannot read): "
+                "evaluate it with fuse::cuda::eval, or copy the data to host memory first (fuse::cuda::copy)");
+  return output_on_host && inputs_on_host;
+}
+
 /// out = expr with the executor context ctx: the body of fuse::eval and of every evaluation a
 /// kernel asks for.
 template <class Ctx, class Out, class Expr>
@@ -109,7 +124,9 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
   check_output<O, E>();
   constexpr std::size_t Q = O::rank;
   using T = typename O::element_type;
-  if constexpr (needs_own_kernel<E>) {
+  if constexpr (!reads_host_only<O, E>()) {
+    return;  // the assertions above said why: no second screen of errors
+  } else if constexpr (needs_own_kernel<E>) {
     run_root<Ctx, T, Q>(ctx, tensor_view<T, static_cast<int>(Q)>(out), expr);
   } else {
     run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
@@ -158,9 +175,11 @@ eval_statistics eval(outputs_t<O...> outs, Args&&... args) {
     auto exprs = std::make_tuple(as_expr(std::get<I>(all))...);
     check_outputs<std::tuple<O...>, decltype(exprs)>();
     constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
-    cpu::run_elementwise<Q>(
-        ctx, std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(std::get<I>(outs.views))...),
-        exprs, fuse::detail::streaming_of(std::get<N + J>(all)...));
+    // (the memory-space assertions of reads_host_only say what is wrong, once)
+    if constexpr ((cpu::reads_host_only<O, std::tuple_element_t<I, decltype(exprs)>>() && ...))
+      cpu::run_elementwise<Q>(
+          ctx, std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(std::get<I>(outs.views))...),
+          exprs, fuse::detail::streaming_of(std::get<N + J>(all)...));
     return ctx.stats;
   }(std::make_index_sequence<N>{}, std::make_index_sequence<sizeof...(Args) - N>{});
 #else

@@ -10,6 +10,8 @@
 
 #if defined(__CUDACC__) || __has_include(<cuda_runtime_api.h>)
 #include <cuda_runtime_api.h>
+/// Defined where the CUDA runtime's API is declared (what calls it: check, cuda::tensor, copy).
+#define FUSE_CUDA_RUNTIME 1
 
 namespace fuse::cuda {
 

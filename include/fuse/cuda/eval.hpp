@@ -15,9 +15,12 @@
 // in a chosen thread order: every CUDA test runs this way in CI), fuse::cuda::log_to(log) (append
 // each launch to a launch_log), fuse::fast_math / fuse::accurate_math.
 //
+// Memory: a real launch reads and writes device views only (fuse::cuda::tensor, fuse::cuda::view;
+// fuse/cuda/memory.hpp), the emulator host memory only; anything else is a named static_assert.
+//
 // Not yet (issue 14): reductions, softmax and layer norm (their own kernels, and inside a
 // tree), contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside
-// the evaluators, and the memory-space tag that tells device views from host views.
+// the evaluators.
 #pragma once
 
 #include <cstddef>
@@ -34,6 +37,7 @@
 #include "fuse/cuda/elementwise.hpp"
 #include "fuse/cuda/emulate.hpp"
 #include "fuse/cuda/launch.hpp"
+#include "fuse/cuda/memory.hpp"
 #include "fuse/math/mode.hpp"
 
 namespace fuse::cuda {
@@ -47,17 +51,16 @@ struct emulated_t {
 };
 inline constexpr emulated_t emulated{};
 
-/// Launch on this stream (a cudaStream_t).
-struct on {
-  stream_t stream = nullptr;
-  explicit on(stream_t s) : stream(s) {}
-};
-
 /// Append every launch to this log.
 struct log_to {
   launch_log* log = nullptr;
   explicit log_to(launch_log& l) : log(&l) {}
 };
+
+/// The memory an eval with options Opt... reads and writes: the host's for the emulator, the
+/// device's for a launch.
+template <class... Opt>
+using memory_of_options = std::conditional_t<(std::is_same_v<Opt, emulated_t> || ...), host_memory, device_memory>;
 
 template <class T>
 inline constexpr bool is_option = std::is_same_v<T, emulated_t> || std::is_same_v<T, on> || std::is_same_v<T, log_to> ||
@@ -96,6 +99,32 @@ constexpr bool has_own_kernel_node() {
       return (has_own_kernel_node<child_t<I, D>>() || ...);
     }(std::make_index_sequence<child_count<D>>{});
   }
+}
+
+/// Whether output O and tree E live in memory M (the options' memory_of_options); the
+/// assertions say what is wrong when not.
+template <class M, class O, class E>
+constexpr bool in_memory_of_eval() {
+  constexpr bool output_ok = std::is_same_v<typename O::memory_space_type, M>;
+  constexpr bool inputs_ok = (memory_read_by<E>() & (std::is_same_v<M, device_memory> ? host_read : device_read)) == 0;
+  if constexpr (std::is_same_v<M, device_memory>) {
+    static_assert(output_ok,
+                  "fuse::cuda::eval: the output is host memory (a fuse::tensor or a host view), which a kernel "
+                  "cannot write: give a device view (fuse::cuda::tensor, fuse::cuda::view), or run the kernel body "
+                  "on the host (fuse::cuda::emulated)");
+    static_assert(inputs_ok,
+                  "fuse::cuda::eval: the expression reads host memory (a fuse::tensor or a host view), which a "
+                  "kernel cannot read: copy it to the device (fuse::cuda::tensor, fuse::cuda::copy), or run the "
+                  "kernel body on the host (fuse::cuda::emulated)");
+  } else {
+    static_assert(output_ok,
+                  "fuse::cuda::eval(..., fuse::cuda::emulated): the output is a device view; the emulator runs the "
+                  "kernel body on the host, which cannot write device memory: give it host memory");
+    static_assert(inputs_ok,
+                  "fuse::cuda::eval(..., fuse::cuda::emulated): the expression reads a device view; the emulator "
+                  "runs the kernel body on the host, which cannot read device memory: give it host memory");
+  }
+  return output_ok && inputs_ok;
 }
 
 /// bind()'s context on CUDA: nothing inside an elementwise tree is materialised (a tree that
@@ -170,8 +199,8 @@ void launch_elementwise(const elementwise_params<Q, Outs, Evs>& p, const setting
 }
 
 /// exprs into outs (views of one rank Q and one shape) as one kernel.
-template <class Mode, std::size_t Q, class... T, class... E>
-void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& outs, const std::tuple<E...>& exprs,
+template <class Mode, std::size_t Q, class... T, class M, class... E>
+void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs, const std::tuple<E...>& exprs,
                      const settings& s) {
   static_assert(!(has_own_kernel_node<E>() || ...),
                 "fuse::cuda::eval: reductions, softmax, layer norm and contractions do not run on CUDA yet (only "
@@ -214,8 +243,10 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   check_output<O, E>();
   constexpr std::size_t Q = O::rank;
   using T = typename O::element_type;
-  detail::run_elementwise<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)),
-                                                  std::tuple<const E&>(expr), detail::settings_of(opt...));
+  using M = memory_of_options<Opt...>;
+  if constexpr (detail::in_memory_of_eval<M, O, E>())  // (else its assertions said why)
+    detail::run_elementwise<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q), M>(out)),
+                                                    std::tuple<const E&>(expr), detail::settings_of(opt...));
 }
 
 /// Evaluates one expression per output, all in one kernel (trailing options allowed).
@@ -230,9 +261,11 @@ void eval(outputs_t<O...> outs, Args&&... args) {
     auto exprs = std::make_tuple(as_expr(std::get<I>(all))...);
     check_outputs<std::tuple<O...>, decltype(exprs)>();
     constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
-    detail::run_elementwise<math_mode_t<std::tuple_element_t<N + J, std::tuple<Args...>>...>, Q>(
-        std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q)>(std::get<I>(outs.views))...), exprs,
-        detail::settings_of(std::get<N + J>(all)...));
+    using M = memory_of_options<std::remove_cvref_t<std::tuple_element_t<N + J, std::tuple<Args...>>>...>;
+    if constexpr ((detail::in_memory_of_eval<M, O, std::tuple_element_t<I, decltype(exprs)>>() && ...))
+      detail::run_elementwise<math_mode_t<std::tuple_element_t<N + J, std::tuple<Args...>>...>, Q>(
+          std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q), M>(std::get<I>(outs.views))...),
+          exprs, detail::settings_of(std::get<N + J>(all)...));
   }(std::make_index_sequence<N>{}, std::make_index_sequence<sizeof...(Args) - N>{});
 }
 

@@ -23,6 +23,12 @@ namespace fuse::cuda {
 /// A stream (cudaStream_t).
 using stream_t = CUstream_st*;
 
+/// The option that names the stream to launch, allocate or copy on (a cudaStream_t).
+struct on {
+  stream_t stream = nullptr;
+  explicit on(stream_t s) : stream(s) {}
+};
+
 /// Three extents or coordinates of the grid (CUDA's dim3 / uint3).
 struct dim {
   std::uint32_t x = 1, y = 1, z = 1;

@@ -128,8 +128,8 @@ template <class N>
 struct node_kind_of {
   static constexpr node_kind value = N::kind_tag;
 };
-template <class T, auto E>
-struct node_kind_of<tensor_view<T, E>> {
+template <class T, auto E, class M>
+struct node_kind_of<tensor_view<T, E, M>> {
   static constexpr node_kind value = node_kind::leaf;
 };
 
@@ -142,6 +142,12 @@ inline constexpr node_kind kind_of = node_kind_of<std::remove_cvref_t<N>>::value
 template <class N>
 inline constexpr bool needs_own_kernel = kind_of<N> == node_kind::reduction || kind_of<N> == node_kind::softmax ||
                                          kind_of<N> == node_kind::layer_norm || kind_of<N> == node_kind::contraction;
+
+/// The memory spaces whose leaves a tree reads, as a mask (0: constants only). The executors
+/// require host_read (fuse::eval, the CUDA emulator) or device_read (fuse::cuda::eval).
+enum memory_read : unsigned { host_read = 1, device_read = 2 };
+template <class N>
+constexpr unsigned memory_read_by();
 
 /// The children of node n, as a fuse::tuple of const references (empty for the leaf kinds).
 template <class N>
@@ -167,6 +173,23 @@ inline constexpr std::size_t child_count = decltype(children(std::declval<const 
 /// The type of child I of node type N.
 template <std::size_t I, class N>
 using child_t = std::remove_cvref_t<decltype(fuse::get<I>(children(std::declval<const N&>())))>;
+
+template <class N>
+constexpr unsigned memory_read_by() {
+  using D = std::remove_cvref_t<N>;
+  constexpr node_kind K = kind_of<D>;
+  if constexpr (K == node_kind::leaf) {
+    return std::is_same_v<typename D::memory_space_type, device_memory> ? device_read : host_read;
+  } else if constexpr (K == node_kind::packed_weights) {
+    return host_read;
+  } else if constexpr (K == node_kind::constant) {
+    return 0;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (0u | ... | memory_read_by<child_t<I, D>>());
+    }(std::make_index_sequence<child_count<D>>{});
+  }
+}
 
 /// f(child) for each child of n, in order.
 template <class N, class F>
@@ -218,14 +241,15 @@ template <class X>
 FUSE_HD constexpr decltype(auto) as_expr(X&& x) {
   using D = std::remove_cvref_t<X>;
   if constexpr (is_tensor_view<D>::value) {
-    return tensor_view<const typename D::value_type, shape_param_v<typename D::shape_type>>(x);
+    return tensor_view<const typename D::value_type, shape_param_v<typename D::shape_type>,
+                       typename D::memory_space_type>(x);
   } else if constexpr (expression<D>) {
     return D(x);
   } else if constexpr (is_tensor<D>::value) {
     static_assert(std::is_lvalue_reference_v<X>,
                   "fuse: a temporary tensor cannot be an operand: the expression would keep a view of "
                   "memory that is freed at the end of the statement; store the tensor in a variable first");
-    return std::as_const(x).view();
+    return static_cast<const D&>(x).view();  // (not std::as_const: host-only for nvcc)
   } else if constexpr (requires { typename D::packed_view_type; }) {
     static_assert(std::is_lvalue_reference_v<X>,
                   "fuse: temporary packed weights cannot be an operand: the expression would keep a view of "

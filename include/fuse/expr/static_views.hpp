@@ -59,7 +59,8 @@ constexpr index_t normalized_axis() {
 /// A view of a static-shape tensor_view, retyped with its static result shape S.
 template <class S, class V>
 auto with_static_shape(const V& v) {
-  if constexpr (is_tensor_view<V>::value) return tensor_view<typename V::element_type, S{}>(v.data(), S{}, v.strides());
+  if constexpr (is_tensor_view<V>::value)
+    return tensor_view<typename V::element_type, S{}, typename V::memory_space_type>(v.data(), S{}, v.strides());
   else return v;
 }
 

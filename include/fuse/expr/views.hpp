@@ -164,10 +164,10 @@ decltype(auto) view_operand(X&& x) {
   else return as_expr(static_cast<X&&>(x));
 }
 
-template <class T, auto E, std::size_t R>
-tensor_view<T, static_cast<int>(R)> map_view(const tensor_view<T, E>& v, const dynamic_shape<R>& out,
-                                             const axis_map<tensor_view<T, E>::rank>& m) {
-  constexpr std::size_t Rc = tensor_view<T, E>::rank;
+template <class T, auto E, class M, std::size_t R>
+tensor_view<T, static_cast<int>(R), M> map_view(const tensor_view<T, E, M>& v, const dynamic_shape<R>& out,
+                                                const axis_map<tensor_view<T, E, M>::rank>& m) {
+  constexpr std::size_t Rc = tensor_view<T, E, M>::rank;
   index_array<R> strides{};
   index_t offset = 0;
   for (std::size_t d = 0; d < Rc; ++d) {
