@@ -79,6 +79,14 @@ TEST_CASE("reduction edges: NaN, empty axes, integer wrapping") {
   CHECK(*si.data() == 44);  // 300 wraps in int8, as Relay's int8 sum does
   auto mi = materialize(mean(i8));
   CHECK(*mi.data() == 14);  // the wrapped sum divided, truncating
+  // An empty integer max/min is the dtype's lowest/highest (int8's max once read 0: the
+  // identity of its int32 compute type, wrapped).
+  tensor<std::int8_t, 2> empty8({2, 0});
+  CHECK(materialize(max(empty8, 1))(1) == -128);
+  CHECK(materialize(min(empty8, 1))(1) == 127);
+  tensor<std::uint8_t, 2> emptyu8({2, 0});
+  CHECK(materialize(max(emptyu8, 1))(0) == 0);
+  CHECK(materialize(min(emptyu8, 1))(0) == 255);
 }
 
 TEST_CASE("long rows keep their accuracy (double accumulation)") {

@@ -14,7 +14,7 @@
 
 #include <fuse/cuda.hpp>
 
-// fuse-static-kernels: 5
+// fuse-static-kernels: 7
 // fuse-static-instructions: ld.global.v4.f32 st.global.v4.f32 st.global.v4.u16 st.global.v4.u8
 
 namespace check {
@@ -59,6 +59,18 @@ void concat(const std::int32_t* a, const std::int32_t* tail, std::int32_t* out, 
   const auto tv = cuda::view(tail, {1, 3});
   const auto tails = broadcast_to(tv, {m, 3});
   cuda::eval(cuda::view(out, {m, k + 3}), concatenate(std::tie(av, tails), 1) * 3, cuda::on(s));
+}
+
+/// A row reduction over the last axis of a fused tree (one warp a row; double partials).
+void row_sum(const float* x, const float* bias, float* out, index_t rows, index_t n, cuda::stream_t s) {
+  const auto xv = cuda::view(x, {rows, n});
+  const auto bv = cuda::view(bias, {n});
+  cuda::eval(cuda::view(out, {rows}), sum(exp(xv + bv), -1), cuda::on(s));
+}
+
+/// An int8 row max over a rank-3 transposed view (int32 partials).
+void row_max_int8(const std::int8_t* x, std::int8_t* out, index_t b, index_t m, index_t n, cuda::stream_t s) {
+  cuda::eval(cuda::view(out, {b, n}), max(transpose(cuda::view(x, {b, m, n}), {0, 2, 1}), -1), cuda::on(s));
 }
 
 }  // namespace check

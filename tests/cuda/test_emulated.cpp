@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -235,4 +236,93 @@ TEST_CASE("cuda memory spaces: device views keep their space through every view;
   static_assert(memory_read_by<decltype(dv + h.view())>() == (host_read | device_read));
   static_assert(memory_read_by<decltype(as_expr(2.0f))>() == 0);
   static_assert(memory_read_by<decltype(concatenate(std::tie(dv, dv), 0) * 2.0f)>() == device_read);
+}
+
+namespace {
+
+/// e (a reduction over the last axis) on the emulator under every schedule: one row_reduce
+/// launch each, the same result under all of them, and the double reference within tol/ulps.
+template <class E>
+void check_row_reduce(const E& e, tolerance tol, double ulps, const char* what) {
+  INFO(std::string(what));
+  using T = typename E::value_type;
+  constexpr std::size_t R = E::rank;
+  const auto ext = e.shape().array();
+  tensor<T, static_cast<int>(R)> first(ext);
+  for (const auto order : schedules) {
+    tensor<T, static_cast<int>(R)> out(ext);
+    std::memset(static_cast<void*>(out.data()), 0xA5, sizeof(T) * static_cast<std::size_t>(out.size()));
+    cuda::launch_log log;
+    cuda::eval(out, e, cuda::emulated(order), cuda::log_to(log));
+    REQUIRE(log.size() == (out.size() == 0 ? 0u : 1u));
+    if (log.size() == 1) CHECK(log.launches[0].kernel == "row_reduce");
+    if (order == cuda::schedule::forward) first = out;
+    else CHECK(test::cuda::count_differences(out.data(), first.data(), static_cast<std::size_t>(out.size())) == 0);
+  }
+  expect_matches(first, reference(e), tol, ulps, what);
+}
+
+template <class T>
+void row_reductions_of(std::uint64_t salt) {
+  const double lo = is_integer_dtype<T> ? -100 : -2, hi = is_integer_dtype<T> ? 100 : 2;
+  const tolerance tol = is_floating_dtype<T> ? tolerance{1e-6, 1e-6} : tolerance{};
+  const double u = std::is_same_v<T, half> ? 1 : 2;
+  for (index_t n : {index_t{0}, index_t{1}, index_t{7}, index_t{33}, index_t{1023}}) {
+    CAPTURE(n);
+    auto a = test::random_tensor<T>({3, 5, n}, salt + static_cast<std::uint64_t>(n), lo, hi);
+    check_row_reduce(sum(a, -1), tol, u, "sum last axis");
+    check_row_reduce(mean(a, 2, keepdims), tol, u, "mean keepdims");
+    check_row_reduce(max(a, -1), tol, 0, "max");
+    check_row_reduce(min(a, 2), tol, 0, "min");
+    if constexpr (is_floating_dtype<T>) check_row_reduce(prod(a * T(0.5) + T(1), -1), {1e-5, 1e-6}, 4, "prod");
+    else check_row_reduce(prod(a, -1), tol, 0, "prod");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("cuda emulated: sum/mean/max/min/prod over the last axis, one warp a row, every dtype") {
+  row_reductions_of<float>(21);
+  row_reductions_of<double>(22);
+  row_reductions_of<half>(23);
+  row_reductions_of<std::int8_t>(24);
+  row_reductions_of<std::int32_t>(25);
+  row_reductions_of<std::int64_t>(26);
+}
+
+TEST_CASE("cuda emulated: a row reduction fuses the tree it reads; rank 1 and 4; NaN; errors") {
+  auto g = test::rng(31);
+  tensor<float, 2> x({70, 300}), bias({1, 300});
+  test::fill(x.view(), g, -3, 3);
+  test::fill(bias.view(), g, -1, 1);
+  // The tree feeding the reduction is evaluated in the kernel: exp of a broadcast sum, a
+  // transposed strided view.
+  check_row_reduce(sum(exp(x.view() + bias.view()) * 0.5f, -1), {1e-6, 1e-6}, 2, "sum of a fused tree");
+  check_row_reduce(max(transpose(strided_slice(x.view(), {0, 0}, {70, 300}, {1, 3})), -1), {}, 0,
+                   "max over a transposed strided view");
+  tensor<float, 1> v({1023});
+  test::fill(v.view(), g, -1, 1);
+  check_row_reduce(mean(v.view(), 0), {1e-6, 1e-6}, 2, "rank 1");
+  tensor<float, 4> w({2, 3, 4, 37});
+  test::fill(w.view(), g, -1, 1);
+  check_row_reduce(sum(w.view() * w.view(), -1, keepdims), {1e-6, 1e-6}, 2, "rank 4 keepdims");
+  // NaN propagates through max and min; an empty row gives the identity (mean: NaN).
+  x(5, 17) = std::numeric_limits<float>::quiet_NaN();
+  tensor<float, 1> m({70});
+  cuda::eval(m, max(x.view(), -1), cuda::emulated);
+  CHECK(std::isnan(m(5)));
+  CHECK_FALSE(std::isnan(m(4)));
+  tensor<float, 2> empty({4, 0});
+  tensor<float, 1> e4({4});
+  cuda::eval(e4, mean(empty.view(), -1), cuda::emulated);
+  CHECK(std::isnan(e4(0)));
+  cuda::eval(e4, max(empty.view(), -1), cuda::emulated);
+  CHECK(e4(3) == -std::numeric_limits<float>::infinity());
+  // Errors: other axes, a wrong output shape, an output the tree reads.
+  tensor<float, 1> r300({300});
+  CHECK_THROWS_WITH_AS(cuda::eval(r300, sum(x.view(), 0), cuda::emulated), doctest::Contains("other than the last"),
+                       error);
+  CHECK_THROWS_WITH_AS(cuda::eval(r300, sum(x.view(), -1), cuda::emulated), doctest::Contains("differs"), shape_error);
+  auto col = strided_slice(x.view(), {0, 0}, {70, 1}, {1, 1});
+  CHECK_THROWS_AS(cuda::eval(reshape(col, {70}), sum(x.view(), -1), cuda::emulated), memory_error);
 }

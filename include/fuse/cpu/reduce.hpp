@@ -38,24 +38,15 @@ template <reduce_kind K, class C, class A>
 struct accumulator {
   static constexpr bool float_data = std::is_same_v<C, float>;
   static constexpr bool is_sumlike = K == reduce_kind::sum || K == reduce_kind::mean || K == reduce_kind::prod;
-  // What partial results are held in.
-  using S = std::conditional_t<is_sumlike, std::conditional_t<std::is_floating_point_v<C>, double, std::int64_t>, C>;
+  // What partial results are held in (expr/reduce.hpp).
+  using S = reduce_partial_t<K, C>;
   using V = simd::vec<S, A>;
   using L = lanes<V>;
 
   V acc = L::splat(identity());
   V comp = L::splat(S(0));  // Neumaier compensation (double sums)
 
-  static S identity() {
-    if constexpr (K == reduce_kind::prod) return S(1);
-    else if constexpr (K == reduce_kind::max) {
-      if constexpr (std::is_floating_point_v<S>) return -std::numeric_limits<S>::infinity();
-      else return std::numeric_limits<S>::lowest();
-    } else if constexpr (K == reduce_kind::min) {
-      if constexpr (std::is_floating_point_v<S>) return std::numeric_limits<S>::infinity();
-      else return std::numeric_limits<S>::max();
-    } else return S(0);
-  }
+  static S identity() { return reduce_partial<K, S>::identity(); }
 
   static V widen(const simd::vec<C, A>& v) {
     if constexpr (std::is_same_v<S, C>) return v;
@@ -107,31 +98,8 @@ struct accumulator {
     }
     return r;
   }
-  static S combine(S a, S b) {
-    if constexpr (K == reduce_kind::max) return lanes<S>::max(a, b);
-    else if constexpr (K == reduce_kind::min) return lanes<S>::min(a, b);
-    else if constexpr (K == reduce_kind::prod) return lanes<S>::mul(a, b);
-    else return lanes<S>::add(a, b);
-  }
+  static S combine(S a, S b) { return reduce_partial<K, S>::combine(a, b); }
 };
-
-/// The compute value an output element of dtype T gets from a partial result over `count`
-/// elements.
-template <reduce_kind K, class T, class S>
-compute_t<T> finish(S r, index_t count) {
-  using C = compute_t<T>;
-  if constexpr (std::is_floating_point_v<C>) {
-    double v = static_cast<double>(r);
-    if constexpr (K == reduce_kind::mean) v = v / static_cast<double>(count);
-    return canonical<T>(static_cast<C>(v));
-  } else {
-    // Integers: wrap to the dtype (Relay sums in the dtype), then mean divides truncating.
-    auto w = static_cast<std::int64_t>(r);
-    w = ops::detail::wrap_to<T>(w);
-    if constexpr (K == reduce_kind::mean) w = count ? w / count : 0;
-    return static_cast<C>(w);
-  }
-}
 
 /// Iterates an odometer over the axes flagged in `axes`, calling f(x) with the others fixed.
 template <std::size_t R, class F>
@@ -239,7 +207,7 @@ void run_reduce(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const reduce_
           return out.data() + off;
         };
         auto write = [&](const index_array<Rc>& x, typename Acc::S r) {
-          *out_ptr(x) = to_storage<V>(detail::finish<K, V>(r, count));
+          *out_ptr(x) = to_storage<V>(reduce_finish<K, V>(r, count));
         };
 
         index_array<Rc> x{};
@@ -248,7 +216,7 @@ void run_reduce(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const reduce_
           typename Acc::S r = Acc::identity();
           r = Acc::combine(r, static_cast<typename Acc::S>(ev.at(x.data())));
           (void)acc;
-          *out.data() = to_storage<V>(detail::finish<K, V>(r, 1));
+          *out.data() = to_storage<V>(reduce_finish<K, V>(r, 1));
           return;
         } else {
           constexpr std::size_t in = Rc - 1;

@@ -79,19 +79,8 @@ FUSE_HD void elementwise_body(const elementwise_params<Q, Outs, Evs>& p, const t
     const index_t inner[N] = {get<I>(p.outs).inner()...};
     const bool whole_vector = Q >= 1 && j1 - j0 == index_t{columns_per_thread} && ((inner[I] == 1) && ...);
     for (index_t r = t.block.y; r < p.rows; r += t.grid_dim.y) {
-      // The row's outer coordinates, innermost first, in 32 bits (the host checked that rows
-      // fit): a 64-bit division is a call to a software routine on the GPU. The outermost needs
-      // none.
       index_t x[Q > 0 ? Q : 1] = {};
-      if constexpr (Q >= 2) {
-        auto rest = static_cast<std::uint32_t>(r);
-        for (std::size_t k = Q - 2; k > 0; --k) {
-          const auto e = static_cast<std::uint32_t>(p.extent[k]);
-          x[k] = rest % e;
-          rest /= e;
-        }
-        x[0] = rest;
-      }
+      row_coordinates(r, p.extent, x);
       Evs evs = p.evs;  // row() keeps per-row state: each thread its own copy
       (get<I>(evs).row(x), ...);
       index_t base[N] = {};

@@ -18,12 +18,16 @@
 // Memory: a real launch reads and writes device views only (fuse::cuda::tensor, fuse::cuda::view;
 // fuse/cuda/memory.hpp), the emulator host memory only; anything else is a named static_assert.
 //
-// Not yet (issue 14): reductions, softmax and layer norm (their own kernels, and inside a
-// tree), contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside
+// A reduction (sum, mean, max, min, prod) over the last axis at the root of an eval is one launch
+// of the row-reduction body (fuse/cuda/row_reduce.hpp), its input tree fused into it.
+//
+// Not yet (issue 14): other reduction axes, softmax and layer norm, reductions inside a larger
+// tree, contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside
 // the evaluators.
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -36,8 +40,11 @@
 #include "fuse/cuda/check.hpp"
 #include "fuse/cuda/elementwise.hpp"
 #include "fuse/cuda/emulate.hpp"
+#include "fuse/cuda/fibers.hpp"
 #include "fuse/cuda/launch.hpp"
 #include "fuse/cuda/memory.hpp"
+#include "fuse/cuda/row_reduce.hpp"
+#include "fuse/expr/reduce.hpp"
 #include "fuse/math/mode.hpp"
 
 namespace fuse::cuda {
@@ -138,6 +145,18 @@ struct bind_context {
 };
 
 #if defined(__CUDACC__)
+/// The row-reduction kernel: its body over the device's coordinates and block.
+template <reduce_kind K, std::size_t Q, class T, class Ev>
+__global__ void row_reduce_kernel(const __grid_constant__ row_reduce_params<K, Q, T, Ev> p) {
+  thread_coords t;
+  t.block = {blockIdx.x, blockIdx.y, blockIdx.z};
+  t.thread = {threadIdx.x, threadIdx.y, threadIdx.z};
+  t.block_dim = {blockDim.x, blockDim.y, blockDim.z};
+  t.grid_dim = {gridDim.x, gridDim.y, gridDim.z};
+  device_block blk;
+  row_reduce_body(p, t, blk);
+}
+
 /// The kernel: the body over the device's own coordinates.
 template <std::size_t Q, class Outs, class Evs>
 __global__ void elementwise_kernel(const __grid_constant__ elementwise_params<Q, Outs, Evs> p) {
@@ -172,6 +191,21 @@ void check_aliasing(const elementwise_params<Q, Outs, Evs>& p) {
   }(std::make_index_sequence<Evs::size>{});
 }
 
+/// Refuses a real launch without a stream, or from a translation unit nvcc did not compile.
+inline void check_launchable(const settings& s) {
+#if defined(__CUDACC__)
+  if (s.stream == nullptr)
+    throw error(
+        "cuda::eval: give the stream to launch on (fuse::cuda::on(stream), not the legacy default stream 0, which "
+        "cannot be captured in a graph)");
+#else
+  (void)s;
+  throw error(
+      "cuda::eval: this translation unit was not compiled by nvcc, so it holds no kernel: compile it as CUDA, or "
+      "pass fuse::cuda::emulated to run the kernel body on the host");
+#endif
+}
+
 /// One launch of the elementwise body over p.
 template <std::size_t Q, class Outs, class Evs>
 void launch_elementwise(const elementwise_params<Q, Outs, Evs>& p, const settings& s) {
@@ -181,21 +215,66 @@ void launch_elementwise(const elementwise_params<Q, Outs, Evs>& p, const setting
   if (s.emulate) {
     emulate_grid(cfg, s.order, [&](const thread_coords& t) { elementwise_body(p, t); });
   } else {
+    check_launchable(s);
 #if defined(__CUDACC__)
-    if (s.stream == nullptr)
-      throw error(
-          "cuda::eval: give the stream to launch on (fuse::cuda::on(stream), not the legacy default stream 0, which "
-          "cannot be captured in a graph)");
     elementwise_kernel<Q, Outs, Evs><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
                                        ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(p);
     check(cudaGetLastError(), "cuda::eval: the launch of the elementwise kernel", __FILE__, __LINE__);
-#else
-    throw error(
-        "cuda::eval: this translation unit was not compiled by nvcc, so it holds no kernel: compile it as CUDA, or "
-        "pass fuse::cuda::emulated to run the kernel body on the host");
 #endif
   }
   if (s.log) s.log->launches.push_back(launch_record{"elementwise", cfg, s.emulate});
+}
+
+/// out = a reduction over the last axis of its tree, as one launch of the row-reduction body.
+template <class Mode, std::size_t R, class T, class M, reduce_kind K, class Child>
+void run_row_reduce(const tensor_view<T, static_cast<int>(R), M>& out, const reduce_expr<K, Child, R>& n,
+                    const settings& s) {
+  constexpr std::size_t Q = Child::rank;
+  static_assert(Q >= 1, "fuse::cuda::eval: a reduction of a rank-0 tree is the tree itself");
+  static_assert(!has_own_kernel_node<Child>(),
+                "fuse::cuda::eval: the tree a reduction reads holds a reduction, softmax, layer norm or contraction: "
+                "not run on CUDA yet");
+  if (!(out.shape().array() == n.shape().array()))
+    throw_shape_error("cuda::eval: ", reduce_name(K), ": output shape ", out.shape().array(),
+                      " differs from the result's ", n.shape().array());
+  for (std::size_t d = 0; d < Q; ++d)
+    if ((n.reduced[d] != 0) != (d + 1 == Q))
+      throw error(std::string("cuda::eval: ") + reduce_name(K) +
+                  " over axes other than the last one alone does not run on CUDA yet (issue 14)");
+  const index_array<Q> ext = n.child.shape().array();
+  if (product(ext) == 0 && out.size() == 0) return;
+  bind_context ctx;
+  using Ev = decltype(bind::bind<Mode>(n.child, bind::affine_map<Q, Q>::identity(), ctx));
+  row_reduce_params<K, Q, T, Ev> p{
+      out.data(), {}, bind::bind<Mode>(n.child, bind::affine_map<Q, Q>::identity(), ctx), ext, 1};
+  for (std::size_t k = 0; k + 1 < Q; ++k) p.out_stride[k] = out.stride(k), p.rows *= ext[k];
+  if (p.rows > index_t{0xFFFFFFFF})
+    throw_shape_error("cuda::eval: ", reduce_name(K), " over ", p.rows,
+                      " rows; a kernel finds a row's coordinates in 32 bits, so at most 2^32 - 1 rows");
+  // Warps write their rows' results while others still read: any overlap of the output with
+  // what the tree reads would race (and a CUDA eval allocates no temporary).
+  const auto w = bind::written_range<R>::of(out.data(), out.shape().array(), out.strides());
+  const auto leaves = bind::leaves_of(ext, p.ev);
+  for (std::size_t i = 0; i < leaves.size(); ++i)
+    if (bind::overlaps(w.lo, w.hi, leaves[i].lo, leaves[i].hi))
+      throw memory_error(std::string("cuda::eval: the output of ") + reduce_name(K) +
+                         " overlaps what the reduced tree reads; a CUDA eval allocates no temporary: evaluate into "
+                         "another buffer");
+  static_assert(sizeof(p) <= max_parameter_bytes,
+                "fuse::cuda::eval: the bound tree is larger than a kernel parameter may be (32,764 bytes)");
+  const launch_config cfg = row_reduce_launch(p);
+  if (s.emulate) {
+    emulate_cooperative_grid(cfg, s.order,
+                             [&](const thread_coords& t, emulated_block& blk) { row_reduce_body(p, t, blk); });
+  } else {
+    check_launchable(s);
+#if defined(__CUDACC__)
+    row_reduce_kernel<K, Q, T, Ev><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
+                                     ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(p);
+    check(cudaGetLastError(), "cuda::eval: the launch of the row-reduction kernel", __FILE__, __LINE__);
+#endif
+  }
+  if (s.log) s.log->launches.push_back(launch_record{"row_reduce", cfg, s.emulate});
 }
 
 /// exprs into outs (views of one rank Q and one shape) as one kernel.
@@ -203,8 +282,8 @@ template <class Mode, std::size_t Q, class... T, class M, class... E>
 void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs, const std::tuple<E...>& exprs,
                      const settings& s) {
   static_assert(!(has_own_kernel_node<E>() || ...),
-                "fuse::cuda::eval: reductions, softmax, layer norm and contractions do not run on CUDA yet (only "
-                "elementwise trees and views)");
+                "fuse::cuda::eval: softmax, layer norm, contractions, and reductions inside a larger tree do not run "
+                "on CUDA yet (a sum/mean/max/min/prod over the last axis at the root of an eval does)");
   const index_array<Q> ext = pass_extents<Q>(outs, exprs, "cuda::eval");
   if (product(ext) == 0) return;
   bind_context ctx;
@@ -244,9 +323,15 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   constexpr std::size_t Q = O::rank;
   using T = typename O::element_type;
   using M = memory_of_options<Opt...>;
-  if constexpr (detail::in_memory_of_eval<M, O, E>())  // (else its assertions said why)
+  if constexpr (!detail::in_memory_of_eval<M, O, E>()) {
+    return;  // (its assertions said why)
+  } else if constexpr (kind_of<E> == node_kind::reduction) {
+    detail::run_row_reduce<math_mode_t<Opt...>>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
+                                                detail::settings_of(opt...));
+  } else {
     detail::run_elementwise<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q), M>(out)),
                                                     std::tuple<const E&>(expr), detail::settings_of(opt...));
+  }
 }
 
 /// Evaluates one expression per output, all in one kernel (trailing options allowed).

@@ -161,18 +161,36 @@ class fiber_scheduler {
 
 }  // namespace detail
 
-/// The block a cooperative body sees in the emulator (the counterpart of device_block).
+/// The block a cooperative body sees in the emulator (the counterpart of device_block). Its
+/// members are FUSE_HD only so that nvcc accepts the __host__ __device__ bodies instantiated
+/// with it in a .cu file; their device forms are never called (the emulator runs on the host).
 class emulated_block {
  public:
   explicit emulated_block(detail::fiber_scheduler& s) : s_(&s) {}
-  void barrier() const { s_->barrier(); }
-  template <class T>
-  T shuffle_xor(T v, std::uint32_t lane_mask) const {
-    return s_->shuffle_xor(v, lane_mask);
+  FUSE_HD void barrier() const {
+#if defined(__CUDA_ARCH__)
+    __trap();
+#else
+    s_->barrier();
+#endif
   }
   template <class T>
-  T* shared() const {
+  FUSE_HD T shuffle_xor(T v, std::uint32_t lane_mask) const {
+#if defined(__CUDA_ARCH__)
+    __trap();
+    return v;
+#else
+    return s_->shuffle_xor(v, lane_mask);
+#endif
+  }
+  template <class T>
+  FUSE_HD T* shared() const {
+#if defined(__CUDA_ARCH__)
+    __trap();
+    return nullptr;
+#else
     return reinterpret_cast<T*>(s_->shared());
+#endif
   }
 
  private:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fuse/core/config.hpp"
+#include "fuse/core/shape.hpp"
 
 // The runtime's stream handle is `cudaStream_t`, a pointer to this incomplete struct: naming it
 // here lets code that never includes the CUDA runtime (the emulator's users) pass streams around.
@@ -51,6 +52,23 @@ struct launch_config {
   std::uint64_t blocks() const { return std::uint64_t{grid.x} * grid.y * grid.z; }
   std::uint64_t threads_per_block() const { return std::uint64_t{block.x} * block.y * block.z; }
 };
+
+/// Sets x[0..Q-2] to the coordinates of row r of extents ext (rows: the outer coordinates in
+/// row-major order; x[Q-1] is left alone), in 32-bit arithmetic: the host checked that the rows
+/// fit, and a 64-bit division is a call to a software routine on the GPU. The outermost
+/// coordinate needs no division.
+template <std::size_t Q>
+FUSE_HD void row_coordinates(index_t r, const index_array<Q>& ext, index_t* x) {
+  if constexpr (Q >= 2) {
+    auto rest = static_cast<std::uint32_t>(r);
+    for (std::size_t k = Q - 2; k > 0; --k) {
+      const auto e = static_cast<std::uint32_t>(ext[k]);
+      x[k] = rest % e;
+      rest /= e;
+    }
+    x[0] = rest;
+  }
+}
 
 /// One launch as the executor made it.
 struct launch_record {

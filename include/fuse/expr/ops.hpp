@@ -254,7 +254,7 @@ FUSE_HD I int_trunc_mod(I a, I b) {
 }
 /// Two's-complement wrap of an exact integer reference to the bits of dtype T.
 template <class T>
-std::int64_t wrap_to(std::int64_t x) {
+FUSE_HD std::int64_t wrap_to(std::int64_t x) {
   if constexpr (std::is_same_v<T, std::int64_t>) return x;
   else return static_cast<std::int64_t>(static_cast<T>(static_cast<std::make_unsigned_t<T>>(x)));
 }

@@ -12,8 +12,12 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "fuse/core/dtype.hpp"
 #include "fuse/core/error.hpp"
+#include "fuse/core/limits.hpp"
+#include "fuse/expr/lanes.hpp"
 #include "fuse/expr/node.hpp"
+#include "fuse/expr/ops.hpp"
 #include "fuse/expr/views.hpp"
 
 namespace fuse {
@@ -27,6 +31,60 @@ inline constexpr const char* reduce_name(reduce_kind k) {
     case reduce_kind::max: return "max";
     case reduce_kind::min: return "min";
     default: return "prod";
+  }
+}
+
+// ---- what a reduction computes, for every executor ---------------------------------------------
+
+/// The type partial results of reduce kind K over compute type C are held in: double for
+/// float and double sums, means and products (long rows lose nothing to rounding), int64 for
+/// integer ones (wrapped to the dtype at the end, as Relay sums in the dtype), C for max/min.
+template <reduce_kind K, class C>
+using reduce_partial_t = std::conditional_t<K == reduce_kind::max || K == reduce_kind::min, C,
+                                            std::conditional_t<std::is_floating_point_v<C>, double, std::int64_t>>;
+
+/// The identity and the combination of partial results of kind K in type S.
+template <reduce_kind K, class S>
+struct reduce_partial {
+  FUSE_HD static constexpr S identity() {
+    if constexpr (K == reduce_kind::prod) return S(1);
+    else if constexpr (K == reduce_kind::max) {
+      if constexpr (std::is_floating_point_v<S>) return -infinity_of<S>();
+      else return lowest_of<S>();
+    } else if constexpr (K == reduce_kind::min) {
+      if constexpr (std::is_floating_point_v<S>) return infinity_of<S>();
+      else return highest_of<S>();
+    } else return S(0);
+  }
+  /// NaN propagates through max and min.
+  FUSE_HD static S combine(S a, S b) {
+    if constexpr (K == reduce_kind::max) return lanes<S>::max(a, b);
+    else if constexpr (K == reduce_kind::min) return lanes<S>::min(a, b);
+    else if constexpr (K == reduce_kind::prod) return lanes<S>::mul(a, b);
+    else return lanes<S>::add(a, b);
+  }
+};
+
+/// The compute value an output element of dtype T gets from partial result r over `count`
+/// elements: mean divides (in double for floats; truncating the wrapped sum for integers, and
+/// 0 for an empty integer row), integers wrap to the dtype, an empty integer max/min is the
+/// dtype's lowest/highest.
+template <reduce_kind K, class T, class S>
+FUSE_HD compute_t<T> reduce_finish(S r, index_t count) {
+  using C = compute_t<T>;
+  if constexpr (std::is_floating_point_v<C>) {
+    double v = static_cast<double>(r);
+    if constexpr (K == reduce_kind::mean) v = v / static_cast<double>(count);
+    return canonical<T>(static_cast<C>(v));
+  } else {
+    // An empty max/min is the DTYPE's lowest/highest (the partial's identity is its compute
+    // type's, which would wrap: int8's max would read 0).
+    if constexpr (K == reduce_kind::max || K == reduce_kind::min)
+      if (count == 0) return static_cast<C>(K == reduce_kind::max ? lowest_of<T>() : highest_of<T>());
+    auto w = static_cast<std::int64_t>(r);
+    w = ops::detail::wrap_to<T>(w);
+    if constexpr (K == reduce_kind::mean) w = count ? w / count : 0;
+    return static_cast<C>(w);
   }
 }
 
