@@ -99,6 +99,7 @@ TEST_CASE("cuda tensor and copy: stream-ordered device memory, round trips, shap
     cuda::tensor<std::int32_t, 2> moved = std::move(e);  // the memory moves with it
     CHECK(moved.size() == 3 * n);
     CHECK(e.data() == nullptr);
+    CHECK(e.size() == 0);
   }
   cuda::tensor<float, 2> a({2, 3}, stream);
   fuse::tensor<float, 2> wrong({3, 2});

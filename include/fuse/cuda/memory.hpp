@@ -62,8 +62,10 @@ class tensor {
   static constexpr std::size_t rank = shape_type::rank;
   static_assert(element<T> && !std::is_const_v<T>, "fuse::cuda::tensor: unsupported element type");
 
-  /// Empty (extents 0, no memory); static shapes allocate in the other constructors only.
-  tensor() = default;
+  /// Empty (extents 0, no memory). A static shape has no empty form: give it a stream.
+  tensor()
+    requires(!shape_type::is_static)
+  = default;
   /// A zeroed tensor of shape s on stream (never the legacy default stream).
   tensor(shape_type s, stream_t stream) : shape_(s), stream_(stream) {
     fuse::detail::check_extents(shape_.array(), "cuda::tensor");
@@ -85,13 +87,18 @@ class tensor {
 
   tensor(const tensor&) = delete;
   tensor& operator=(const tensor&) = delete;
-  tensor(tensor&& o) noexcept : shape_(o.shape_), stream_(o.stream_), data_(std::exchange(o.data_, nullptr)) {}
+  /// Moving leaves the source without memory (and, for a dynamic shape, with extents 0; a
+  /// moved-from static-shape tensor may only be destroyed or assigned to).
+  tensor(tensor&& o) noexcept : shape_(o.shape_), stream_(o.stream_), data_(std::exchange(o.data_, nullptr)) {
+    o.forget_shape();
+  }
   tensor& operator=(tensor&& o) noexcept {
     if (this != &o) {
       release();
       shape_ = o.shape_;
       stream_ = o.stream_;
       data_ = std::exchange(o.data_, nullptr);
+      o.forget_shape();
     }
     return *this;
   }
@@ -125,6 +132,9 @@ class tensor {
     FUSE_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
     data_ = static_cast<T*>(p);
     FUSE_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, stream_));
+  }
+  void forget_shape() noexcept {
+    if constexpr (!shape_type::is_static) shape_ = shape_type{};
   }
   void release() noexcept {
     // A destructor cannot throw: an error here (a destroyed stream) leaves the memory to the
