@@ -253,21 +253,31 @@ class tensor {
 
 // ---- views over raw pointers -----------------------------------------------------------------
 
+namespace detail {
+/// A view in memory space M over p with the given extents (checked, `what` naming the caller)
+/// and strides (row-major when null): fuse::view and fuse::cuda::view.
+template <class M, class T, std::size_t R>
+tensor_view<T, static_cast<int>(R), M> pointer_view(T* p, const index_t (&extents)[R], const index_t* strides,
+                                                    const char* what) {
+  index_array<R> e{};
+  for (std::size_t i = 0; i < R; ++i) e[i] = extents[i];
+  check_extents(e, what);
+  if (!strides) return {p, dynamic_shape<R>(e)};
+  index_array<R> s{};
+  for (std::size_t i = 0; i < R; ++i) s[i] = strides[i];
+  return {p, dynamic_shape<R>(e), s};
+}
+}  // namespace detail
+
 /// Contiguous row-major view over `n`-dimensional data at `p`: `fuse::view(p, {2, 3})`.
 template <class T, std::size_t R>
 tensor_view<T, static_cast<int>(R)> view(T* p, const index_t (&extents)[R]) {
-  index_array<R> e{};
-  for (std::size_t i = 0; i < R; ++i) e[i] = extents[i];
-  detail::check_extents(e, "view");
-  return {p, dynamic_shape<R>(e)};
+  return detail::pointer_view<host_memory>(p, extents, nullptr, "view");
 }
 /// Strided view: `fuse::view(p, {4, 5}, {1, 4})` (strides in elements).
 template <class T, std::size_t R>
 tensor_view<T, static_cast<int>(R)> view(T* p, const index_t (&extents)[R], const index_t (&strides)[R]) {
-  index_array<R> e{}, s{};
-  for (std::size_t i = 0; i < R; ++i) e[i] = extents[i], s[i] = strides[i];
-  detail::check_extents(e, "view");
-  return {p, dynamic_shape<R>(e), s};
+  return detail::pointer_view<host_memory>(p, extents, strides, "view");
 }
 template <class T, auto E>
 tensor_view<T, E> view(tensor<T, E>& t) {

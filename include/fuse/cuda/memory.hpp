@@ -34,18 +34,12 @@ using device_view = tensor_view<T, E, device_memory>;
 /// A contiguous row-major device view over `p`: `fuse::cuda::view(p, {rows, cols})`.
 template <class T, std::size_t R>
 device_view<T, static_cast<int>(R)> view(T* p, const index_t (&extents)[R]) {
-  index_array<R> e{};
-  for (std::size_t i = 0; i < R; ++i) e[i] = extents[i];
-  fuse::detail::check_extents(e, "cuda::view");
-  return {p, dynamic_shape<R>(e)};
+  return fuse::detail::pointer_view<device_memory>(p, extents, nullptr, "cuda::view");
 }
 /// A strided device view: `fuse::cuda::view(p, {4, 5}, {1, 4})` (strides in elements).
 template <class T, std::size_t R>
 device_view<T, static_cast<int>(R)> view(T* p, const index_t (&extents)[R], const index_t (&strides)[R]) {
-  index_array<R> e{}, s{};
-  for (std::size_t i = 0; i < R; ++i) e[i] = extents[i], s[i] = strides[i];
-  fuse::detail::check_extents(e, "cuda::view");
-  return {p, dynamic_shape<R>(e), s};
+  return fuse::detail::pointer_view<device_memory>(p, extents, strides, "cuda::view");
 }
 
 #if defined(FUSE_CUDA_RUNTIME)
