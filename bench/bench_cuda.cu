@@ -35,57 +35,15 @@
 #include <fuse/math/math.hpp>
 
 #include "cuda/naive_eval.cuh"
+#include "cuda_bench.cuh"
+
+using namespace fuse::bench;
 
 namespace {
-
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s (%s)\n", what, cudaGetErrorName(e), cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-#define CUDA_CHECK(call) cuda_check((call), #call)
-
-struct events {
-  cudaEvent_t start{}, stop{};
-  events() {
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-  }
-  ~events() {
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-  }
-  double seconds() {
-    CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    return ms * 1e-3;
-  }
-};
-
-cudaStream_t stream() {
-  static cudaStream_t s = [] {
-    cudaStream_t t;
-    CUDA_CHECK(cudaStreamCreateWithFlags(&t, cudaStreamNonBlocking));
-    return t;
-  }();
-  return s;
-}
 
 /// The seed tree's rows x cols and the copy's bytes: several times the 50-60 MB L2.
 constexpr fuse::index_t rows = 16384, cols = 1024;
 constexpr std::size_t copy_bytes = std::size_t{512} << 20;
-
-double copy_bandwidth = 0;  // bytes/s of copy_d2d, set by it (it runs first)
-
-void report_bandwidth(benchmark::State& state, double bytes_per_iteration) {
-  state.SetBytesProcessed(static_cast<std::int64_t>(bytes_per_iteration * static_cast<double>(state.iterations())));
-  if (copy_bandwidth > 0) {
-    state.counters["of_copy_bw"] = benchmark::Counter(
-        bytes_per_iteration * static_cast<double>(state.iterations()) / copy_bandwidth, benchmark::Counter::kIsRate);
-  }
-}
 
 void copy_d2d(benchmark::State& state) {
   void *a, *b;
@@ -347,6 +305,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("cuda_device", p.name);
   benchmark::AddCustomContext("cuda_sms", std::to_string(p.multiProcessorCount));
   benchmark::AddCustomContext("cuda_l2_bytes", std::to_string(p.l2CacheSize));
+  fuse::bench::register_executor_benchmarks();  // after copy_d2d: they report fractions of it
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -14,7 +14,7 @@
 
 #include <fuse/cuda.hpp>
 
-// fuse-static-kernels: 7
+// fuse-static-kernels: 12
 // fuse-static-instructions: ld.global.v4.f32 st.global.v4.f32 st.global.v4.u16 st.global.v4.u8
 
 namespace check {
@@ -61,7 +61,7 @@ void concat(const std::int32_t* a, const std::int32_t* tail, std::int32_t* out, 
   cuda::eval(cuda::view(out, {m, k + 3}), concatenate(std::tie(av, tails), 1) * 3, cuda::on(s));
 }
 
-/// A row reduction over the last axis of a fused tree (one warp a row; double partials).
+/// A row reduction over the last axis of a fused tree (double partials).
 void row_sum(const float* x, const float* bias, float* out, index_t rows, index_t n, cuda::stream_t s) {
   const auto xv = cuda::view(x, {rows, n});
   const auto bv = cuda::view(bias, {n});
@@ -71,6 +71,46 @@ void row_sum(const float* x, const float* bias, float* out, index_t rows, index_
 /// An int8 row max over a rank-3 transposed view (int32 partials).
 void row_max_int8(const std::int8_t* x, std::int8_t* out, index_t b, index_t m, index_t n, cuda::stream_t s) {
   cuda::eval(cuda::view(out, {b, n}), max(transpose(cuda::view(x, {b, m, n}), {0, 2, 1}), -1), cuda::on(s));
+}
+
+/// Attention's probabilities: scores scaled, an additive mask broadcast over heads, softmax,
+/// a requantize to int8 (row program: two phases, a warp a row).
+void attention_probs(const float* scores, const float* mask, std::int8_t* out, index_t b, index_t h, index_t sq,
+                     index_t sk, cuda::stream_t s) {
+  const auto sv = cuda::view(scores, {b, h, sq, sk});
+  const auto mv = cuda::view(mask, {b, 1, 1, sk});
+  cuda::eval(cuda::view(out, {b, h, sq, sk}),
+             cast<std::int8_t>(clip(round(softmax(sv * 0.125f + mv) * 127.0f), -128.0, 127.0)), cuda::on(s));
+}
+
+/// A residual add under a layer norm (BERT's).
+void residual_layer_norm(const float* x, const float* res, const float* gamma, const float* beta, float* out,
+                         index_t rows, index_t n, cuda::stream_t s) {
+  const auto xv = cuda::view(x, {rows, n}), rv = cuda::view(res, {rows, n});
+  cuda::eval(cuda::view(out, {rows, n}), layer_norm(xv + rv, cuda::view(gamma, {n}), cuda::view(beta, {n})),
+             cuda::on(s));
+}
+
+/// The decomposed layer norm TVM's SimplifyInference writes (mean, variance, add, sqrt,
+/// divide, multiply, add): three phases.
+void decomposed_layer_norm(const float* x, const float* gamma, const float* beta, float* out, index_t rows, index_t n,
+                           cuda::stream_t s) {
+  const auto xv = cuda::view(x, {rows, n});
+  const auto d = xv - mean(xv, -1, keepdims);
+  cuda::eval(cuda::view(out, {rows, n}),
+             d / sqrt(mean(d * d, -1, keepdims) + 1e-12f) * cuda::view(gamma, {n}) + cuda::view(beta, {n}),
+             cuda::on(s));
+}
+
+/// A column reduction (over the first axis: a thread an output) of a fused tree.
+void column_sum(const float* x, float* out, index_t m, index_t n, cuda::stream_t s) {
+  const auto xv = cuda::view(x, {m, n});
+  cuda::eval(cuda::view(out, {n}), sum(xv * xv, 0), cuda::on(s));
+}
+
+/// NCHW's global average pool: the two spatial axes a block of sub-rows.
+void global_pool(const float* x, float* out, index_t b, index_t c, index_t h, index_t w, cuda::stream_t s) {
+  cuda::eval(cuda::view(out, {b, c, 1, 1}), mean(cuda::view(x, {b, c, h, w}), {2, 3}, keepdims), cuda::on(s));
 }
 
 }  // namespace check

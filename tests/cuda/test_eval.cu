@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fuse/cuda.hpp>
@@ -64,6 +65,61 @@ TEST_CASE("cuda eval on the GPU: the seed's gate tree, bit-identical to the CPU 
       const std::size_t cpu_differ = test::cuda::count_differences(got.data(), cpu.data(), got.size());
       MESSAGE("rows " << rows << ", n " << n << ": " << cpu_differ << " of " << got.size()
                       << " results differ between the GPU and fuse::eval on this CPU");
+    }
+  }
+  FUSE_CUDA_CHECK(cudaStreamDestroy(stream));
+}
+
+TEST_CASE("cuda eval on the GPU: row programs (softmax, layer norms, reductions) give the emulator's bits") {
+  // The same body runs on the GPU and in the emulator, combining a row's partial results in the
+  // same order; only log_softmax's double log may differ (the device's log against the host's).
+  cudaStream_t stream{};
+  FUSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::mt19937 g(11);
+  std::uniform_real_distribution<float> d(-6, 6);
+  for (index_t n : {index_t{1}, index_t{7}, index_t{384}, index_t{768}, index_t{1025}, index_t{3072}}) {
+    for (index_t rows : {index_t{1}, index_t{37}}) {
+      CAPTURE(n);
+      CAPTURE(rows);
+      fuse::tensor<float, 2> hx({rows, n}), hr({rows, n});
+      fuse::tensor<float, 1> hg({n}), hb({n});
+      for (auto& v : hx) v = d(g);
+      for (auto& v : hr) v = d(g);
+      for (auto& v : hg) v = 1 + d(g) / 12;
+      for (auto& v : hb) v = d(g) / 6;
+      const auto x = cuda::to_device(hx.view(), stream), r = cuda::to_device(hr.view(), stream);
+      const auto gm = cuda::to_device(hg.view(), stream), bt = cuda::to_device(hb.view(), stream);
+      auto trees = [](const auto& x, const auto& r, const auto& gm, const auto& bt) {
+        const auto dv = x - mean(x, -1, keepdims);
+        return std::make_tuple(softmax(x * 0.125f + r), layer_norm(x + r, gm, bt),
+                               dv / sqrt(mean(dv * dv, -1, keepdims) + 1e-12f) * gm + bt, log_softmax(x));
+      };
+      const auto on_gpu = trees(x.view(), r.view(), gm.view(), bt.view());
+      const auto on_host = trees(hx.view(), hr.view(), hg.view(), hb.view());
+      cuda::tensor<float, 2> out({rows, n}, stream);
+      fuse::tensor<float, 2> emu({rows, n});
+      cuda::launch_log log;
+      auto compare = [&](const auto& ge, const auto& he, bool exact, const char* what) {
+        INFO(what);
+        cuda::eval(out, ge, cuda::on(stream), cuda::log_to(log));
+        cuda::eval(emu, he, cuda::emulated);
+        const auto got = cuda::to_host(out, stream);
+        const std::size_t differ = test::cuda::count_differences(got.data(), emu.data(), got.size());
+        if (exact) CHECK(differ == 0);
+        else MESSAGE(what << ": " << differ << " of " << got.size() << " differ from the emulator");
+      };
+      compare(std::get<0>(on_gpu), std::get<0>(on_host), true, "softmax");
+      compare(std::get<1>(on_gpu), std::get<1>(on_host), true, "residual + layer_norm");
+      compare(std::get<2>(on_gpu), std::get<2>(on_host), true, "decomposed layer norm");
+      compare(std::get<3>(on_gpu), std::get<3>(on_host), false, "log_softmax");
+      CHECK(log.size() == 4);
+      // A reduction at the root: one value a row.
+      cuda::tensor<float, 1> m({rows}, stream);
+      fuse::tensor<float, 1> me({rows});
+      cuda::eval(m, mean(exp(x.view() * 0.5f), -1), cuda::on(stream));
+      cuda::eval(me, mean(exp(hx.view() * 0.5f), -1), cuda::emulated);
+      const auto mg = cuda::to_host(m, stream);
+      CHECK(test::cuda::count_differences(mg.data(), me.data(), static_cast<std::size_t>(rows)) == 0);
     }
   }
   FUSE_CUDA_CHECK(cudaStreamDestroy(stream));

@@ -122,3 +122,38 @@ TEST_CASE("cuda fibers: a missing barrier changes the result under some order; d
                                                 }),
                        doctest::Contains("thread 77"), std::runtime_error);
 }
+
+TEST_CASE("cuda fibers: a warp runs ahead: shared slots reused without a barrier are caught; shuffle broadcasts") {
+  // Two rounds of "every warp writes its slot, barrier, every thread reads all slots"; the
+  // second round's writes need a barrier after the first round's reads (Second = false: a bug
+  // that a GPU shows when one warp runs ahead: the emulator must too).
+  const std::uint32_t threads = 256, warps = threads / warp_size;
+  const launch_config cfg{dim{1, 1, 1}, dim{threads, 1, 1}, sizeof(float) * warps};
+  auto rounds = [&]<bool Second>(std::bool_constant<Second>, schedule order) {
+    std::vector<float> seen(threads);
+    emulate_cooperative_grid(cfg, order, [&](const thread_coords& t, emulated_block& blk) {
+      const std::uint32_t i = t.thread.x;
+      float* slot = blk.template shared<float>();
+      float total = 0;
+      for (int round = 0; round < 2; ++round) {
+        // (a shuffle first: where a warp waits for its own lanes only)
+        const float v = blk.shuffle(static_cast<float>(i / warp_size + 10 * round), 0);
+        if (i % warp_size == 0) slot[i / warp_size] = v;
+        blk.barrier();
+        for (std::uint32_t w = 0; w < warps; ++w) total += slot[w] * static_cast<float>(w + 1);
+        if (Second) blk.barrier();
+      }
+      seen[i] = total;
+    });
+    return seen;
+  };
+  float want = 0;
+  for (int round = 0; round < 2; ++round)
+    for (std::uint32_t w = 0; w < warps; ++w) want += static_cast<float>(w + 10 * round) * static_cast<float>(w + 1);
+  int wrong = 0;
+  for (const schedule order : orders) {
+    for (const float s : rounds(std::true_type{}, order)) CHECK(s == want);
+    for (const float s : rounds(std::false_type{}, order)) wrong += s != want;
+  }
+  CHECK(wrong > 0);
+}

@@ -557,10 +557,61 @@ struct concat_eval {
   }
   FUSE_HD bool all_folded() const { return false; }  // keeps the iteration space as it is
   FUSE_HD bool contiguous_row() const { return false; }
+  /// Each child's leaves over the part of the iteration space that reads it: over all of it,
+  /// a child's folded leaf would seem to reach memory before and after its own (its map is
+  /// shifted by the child's offset), which the executors would take for an overlap with an
+  /// output. Under a reshape, or where the concatenated coordinate moves with several axes,
+  /// every child over all of it (an overlap is then assumed where there may be none).
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {
-    [&]<std::size_t... I>(std::index_sequence<I...>)
-        FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+    int moving = -1, movers = 0;
+    if constexpr (is_affine_map<Map>::value)
+      for (std::size_t k = 0; k < Q; ++k)
+        if (axis_coef[k] != 0 && ext[k] > 1) moving = static_cast<int>(k), ++movers;
+    if (!is_affine_map<Map>::value || movers > 1) {
+      [&]<std::size_t... I>(std::index_sequence<I...>)
+          FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+      return;
+    }
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (
+          [&](const auto& child, std::size_t i) {
+            // The iteration points [first, first + count) of the moving axis that read child i.
+            index_t first = 0, count = 1;
+            if (moving < 0) {
+              count = (product(ext) > 0 && child_of(index_array<Q>{}.data()) == static_cast<int>(i)) ? 1 : 0;
+            } else {
+              const index_t c = axis_coef[static_cast<std::size_t>(moving)], n = ext[static_cast<std::size_t>(moving)];
+              const index_t lo = offsets[i] - axis_base, hi = offsets[i + 1] - axis_base;
+              auto floor_div = [](index_t u, index_t v) { return u / v - ((u % v != 0) && ((u < 0) != (v < 0))); };
+              // c * x in [lo, hi): x in [ceil(lo / c), ceil(hi / c)) for c > 0; for c < 0,
+              // x in (-hi / |c|, -lo / |c|], that is [floor(-hi / |c|) + 1, floor(-lo / |c|) + 1).
+              index_t a = c > 0 ? -floor_div(-lo, c) : floor_div(-hi, -c) + 1;
+              index_t b = c > 0 ? -floor_div(-hi, c) : floor_div(-lo, -c) + 1;
+              a = a < 0 ? 0 : (a > n ? n : a);
+              b = b < a ? a : (b > n ? n : b);
+              first = a;
+              count = b - a;
+            }
+            if (count == 0) return;
+            index_array<Q> sub = ext;
+            if (moving >= 0) sub[static_cast<std::size_t>(moving)] = count;
+            // (the child is asked over all of ext, its own coordinates; a folded leaf's range is
+            // then narrowed to this part: a concatenation inside reports its parts' leaves, whose
+            // ranges this only widens to child i's part)
+            child.for_each_leaf(
+                [&](leaf_info l) {
+                  if (l.folded && moving >= 0) {
+                    const auto* b = static_cast<const unsigned char*>(l.base) +
+                                    first * l.stride[moving] * static_cast<index_t>(l.elem_size);
+                    detail::byte_range(b, sub, l.stride, l.elem_size, l.lo, l.hi);
+                  }
+                  f(l);
+                },
+                ext);
+          }(fuse::get<I>(ch), I),
+          ...);
+    }(std::index_sequence_for<Ch...>{});
   }
   void retarget(const index_array<Q>&) {}
 };

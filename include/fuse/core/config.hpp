@@ -35,6 +35,14 @@
 #define FUSE_UNROLL(n) FUSE_PRAGMA(GCC unroll n)
 #endif
 
+// Before a device loop whose step is a run-time value: nvcc would unroll it and divide in 64
+// bits (a call into a software sequence) to find the trip count.
+#if defined(__CUDACC__)
+#define FUSE_DEVICE_NO_UNROLL FUSE_PRAGMA(unroll 1)
+#else
+#define FUSE_DEVICE_NO_UNROLL
+#endif
+
 // Placed after a lambda's parameter list: `[&](int i) FUSE_LAMBDA_INLINE { ... }`.
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define FUSE_LAMBDA_INLINE __attribute__((always_inline))

@@ -423,12 +423,7 @@ void run_softmax(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const softma
       sum = lanes<simd::vec<double, A>>::add(sum, simd::convert<double, C, A>(e));
     }
     for (; j < n; ++j) {
-      const C x = row[j];
-      const C d = x - mx, bb = d - x;
-      C err = (x - (d - bb)) - (mx + bb);
-      if (err != err) err = 0;
-      C e = expo.template apply<Mode>(d);
-      e = e + e * err;
+      const C e = softmax_shifted_exp<Mode>(row[j], mx);
       if constexpr (K == row_op_kind::softmax) row[j] = e;
       sum_tail += static_cast<double>(e);
     }
@@ -439,12 +434,12 @@ void run_softmax(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const softma
       for (int i = 0; i < W; ++i) total += t[i];
     }
     if constexpr (K == row_op_kind::softmax) {
-      const C inv = static_cast<C>(1.0 / total);
+      const C inv = softmax_scale<C>(total);
       for (j = 0; j + W <= n; j += W)
         simd::lane_io<C, A>::store(row + j, L::mul(simd::lane_io<C, A>::load(row + j), L::splat(inv)));
       for (; j < n; ++j) row[j] *= inv;
     } else {
-      const C shift = static_cast<C>(static_cast<double>(mx) + std::log(total));
+      const C shift = log_softmax_shift<C>(mx, total);
       for (j = 0; j + W <= n; j += W)
         simd::lane_io<C, A>::store(row + j, L::sub(simd::lane_io<C, A>::load(row + j), L::splat(shift)));
       for (; j < n; ++j) row[j] -= shift;
@@ -469,7 +464,6 @@ void run_layer_norm(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const lay
   auto b = ctx.materialize(node.beta);
   using Mode = typename Ctx::math_mode;
   auto ev = bind::bind<Mode>(node.x, detail::axis_last_map<Q>(node.axis), ctx);
-  const C eps = static_cast<C>(static_cast<float>(node.epsilon));  // Relay makes epsilon a float32 constant
   std::vector<C> buf;
   detail::for_each_buffered_row<A>(out, node.axis, ev, buf, [&](C* row, V* p, index_t s) {
     double mean = 0;
@@ -481,13 +475,10 @@ void run_layer_norm(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const lay
       var += d * d;
     }
     var /= static_cast<double>(n);
-    const double inv = 1.0 / std::sqrt(var + static_cast<double>(eps));
-    for (index_t j = 0; j < n; ++j) {
-      double y = (static_cast<double>(row[j]) - mean) * inv;
-      if (node.scale) y *= static_cast<double>(to_compute<V>(g.data()[j]));
-      if (node.center) y += static_cast<double>(to_compute<V>(b.data()[j]));
-      row[j] = static_cast<C>(y);
-    }
+    const double inv = layer_norm_inverse_deviation(var, node.epsilon);
+    for (index_t j = 0; j < n; ++j)
+      row[j] = layer_norm_value(row[j], mean, inv, to_compute<V>(g.data()[j]), to_compute<V>(b.data()[j]), node.scale,
+                                node.center);
     detail::buffer_to_row<A>(row, n, p, s);
   });
 }

@@ -4,6 +4,7 @@
 //   template <class Block> FUSE_HD void body(const params& p, const thread_coords& t, Block& blk) {
 //     float* partial = blk.template shared<float>();   // the block's shared memory
 //     v = blk.shuffle_xor(v, 16);                       // a warp's lanes exchange (all 32 take part)
+//     v = blk.shuffle(v, 0);                            // every lane takes lane 0's v
 //     blk.barrier();                                    // __syncthreads()
 //   }
 //
@@ -30,6 +31,11 @@ struct device_block {
   template <class T>
   __device__ T shuffle_xor(T v, std::uint32_t lane_mask) const {
     return __shfl_xor_sync(0xFFFFFFFFu, v, static_cast<int>(lane_mask));
+  }
+  /// v of lane `src_lane` of this warp (a broadcast); every lane of the warp must call it.
+  template <class T>
+  __device__ T shuffle(T v, std::uint32_t src_lane) const {
+    return __shfl_sync(0xFFFFFFFFu, v, static_cast<int>(src_lane));
   }
   /// The block's dynamic shared memory (the launch's shared_bytes), as T.
   template <class T>

@@ -18,12 +18,17 @@
 // Memory: a real launch reads and writes device views only (fuse::cuda::tensor, fuse::cuda::view;
 // fuse/cuda/memory.hpp), the emulator host memory only; anything else is a named static_assert.
 //
-// A reduction (sum, mean, max, min, prod) over the last axis at the root of an eval is one launch
-// of the row-reduction body (fuse/cuda/row_reduce.hpp), its input tree fused into it.
+// A tree that holds row nodes (sum, mean, max, min, prod over the last axis; softmax and
+// log_softmax; layer_norm), anywhere in it, is one launch of the row kernel
+// (fuse/cuda/row_kernel.hpp, bound as fuse/cuda/row_program.hpp says): `x - mean(x, -1,
+// keepdims)`, a residual add under a layer norm, TVM's decomposed layer norm, softmax of a scaled
+// and masked tree with a requantize after it. A reduction at the root of an eval, over any
+// axes, writes one value per output element.
 //
-// Not yet (issue 14): other reduction axes, softmax and layer norm, reductions inside a larger
-// tree, contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside
-// the evaluators.
+// Not yet (issue 14): a reduction over other axes than the last inside a larger tree (or over
+// a tree with row nodes), row nodes along another axis or read through a reshape,
+// contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside the
+// evaluators.
 #pragma once
 
 #include <cstddef>
@@ -43,7 +48,8 @@
 #include "fuse/cuda/fibers.hpp"
 #include "fuse/cuda/launch.hpp"
 #include "fuse/cuda/memory.hpp"
-#include "fuse/cuda/row_reduce.hpp"
+#include "fuse/cuda/row_kernel.hpp"
+#include "fuse/cuda/row_program.hpp"
 #include "fuse/expr/reduce.hpp"
 #include "fuse/math/mode.hpp"
 
@@ -94,20 +100,6 @@ settings settings_of(const Opt&... opt) {
       ...);
   return s;
 }
-/// Whether a tree holds a node that needs a kernel of its own (a reduction, softmax, layer norm
-/// or contraction): the CUDA executor does not run those yet.
-template <class N>
-constexpr bool has_own_kernel_node() {
-  using D = std::remove_cvref_t<N>;
-  if constexpr (needs_own_kernel<D>) {
-    return true;
-  } else {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return (has_own_kernel_node<child_t<I, D>>() || ...);
-    }(std::make_index_sequence<child_count<D>>{});
-  }
-}
-
 /// Whether output O and tree E live in memory M (the options' memory_of_options); the
 /// assertions say what is wrong when not.
 template <class M, class O, class E>
@@ -139,22 +131,22 @@ constexpr bool in_memory_of_eval() {
 struct bind_context {
   template <class N>
   int materialize(const N&) {
-    static_assert(sizeof(N) == 0, "fuse::cuda::eval: reductions and contractions are not run on CUDA yet");
+    static_assert(sizeof(N) == 0, "fuse::cuda::eval: contractions do not run on CUDA yet");
     return 0;
   }
 };
 
 #if defined(__CUDACC__)
-/// The row-reduction kernel: its body over the device's coordinates and block.
-template <reduce_kind K, std::size_t Q, class T, class Ev>
-__global__ void row_reduce_kernel(const __grid_constant__ row_reduce_params<K, Q, T, Ev> p) {
+/// The row kernel: its body over the device's coordinates and block.
+template <std::size_t Q, class Phases, class Final>
+__global__ void row_kernel(const __grid_constant__ row_params<Q, Phases, Final> p) {
   thread_coords t;
   t.block = {blockIdx.x, blockIdx.y, blockIdx.z};
   t.thread = {threadIdx.x, threadIdx.y, threadIdx.z};
   t.block_dim = {blockDim.x, blockDim.y, blockDim.z};
   t.grid_dim = {gridDim.x, gridDim.y, gridDim.z};
   device_block blk;
-  row_reduce_body(p, t, blk);
+  row_body(p, t, blk);
 }
 
 /// The kernel: the body over the device's own coordinates.
@@ -225,65 +217,198 @@ void launch_elementwise(const elementwise_params<Q, Outs, Evs>& p, const setting
   if (s.log) s.log->launches.push_back(launch_record{"elementwise", cfg, s.emulate});
 }
 
-/// out = a reduction over the last axis of its tree, as one launch of the row-reduction body.
+/// Throws unless the rows fit the kernel's 32-bit row coordinates.
+inline void check_rows(index_t rows, const char* what) {
+  if (rows > index_t{0xFFFFFFFF})
+    throw_shape_error("cuda::eval: ", what, " over ", rows,
+                      " rows; a kernel finds a row's coordinates in 32 bits, so at most 2^32 - 1 rows");
+}
+
+/// Every leaf the phases read, over ext with the last extent each phase's row length; a phase
+/// whose rows are not the output's (another length) reports its leaves as not folded, so that
+/// any overlap with an output is refused.
+template <std::size_t Q, class Phases>
+small_vector<bind::leaf_info, 16> phase_leaves(const Phases& phases, const index_array<Q>& ext) {
+  small_vector<bind::leaf_info, 16> leaves;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (
+        [&](const auto& ph) {
+          index_array<Q> e = ext;
+          e[Q - 1] = ph.n;
+          ph.ev.for_each_leaf(
+              [&](bind::leaf_info l) {
+                l.folded = l.folded && ph.n == ext[Q - 1];
+                leaves.push_back(l);
+              },
+              e);
+        }(fuse::get<I>(phases)),
+        ...);
+  }(std::make_index_sequence<Phases::size>{});
+  return leaves;
+}
+
+/// The longest row any phase of p walks, or its outputs.
+template <std::size_t Q, class Phases, class Final>
+index_t longest_row(const row_params<Q, Phases, Final>& p, index_t outputs) {
+  index_t n = outputs;
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((n = fuse::get<I>(p.phases).n > n ? fuse::get<I>(p.phases).n : n), ...);
+  }(std::make_index_sequence<Phases::size>{});
+  return n;
+}
+
+/// One launch of the row body over p.
+template <std::size_t Q, class Phases, class Final>
+void launch_row(const row_params<Q, Phases, Final>& p, const settings& s, const char* name) {
+  static_assert(sizeof(p) <= max_parameter_bytes,
+                "fuse::cuda::eval: the bound tree is larger than a kernel parameter may be (32,764 bytes)");
+  const launch_config cfg = row_launch(p);
+  if (s.emulate) {
+    emulate_cooperative_grid(cfg, s.order, [&](const thread_coords& t, emulated_block& blk) { row_body(p, t, blk); });
+  } else {
+    check_launchable(s);
+#if defined(__CUDACC__)
+    row_kernel<Q, Phases, Final><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
+                                   ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(p);
+    check(cudaGetLastError(), "cuda::eval: the launch of the row kernel", __FILE__, __LINE__);
+#endif
+  }
+  if (s.log) s.log->launches.push_back(launch_record{name, cfg, s.emulate});
+}
+
+/// out = a reduction at the root of an eval, one launch of the row kernel. The tree is read
+/// transposed, its kept axes first and its reduced axes last (a view: it folds into strides),
+/// so that an output element's row is the block of reduced axes: the group of threads that owns
+/// it walks the block's sub-rows one after another, its last axis by columns. Over the last axis
+/// alone the tree may hold row nodes itself. Where the tree's last axis is kept (a column
+/// reduction) a thread owns each output element, so that a warp reads consecutive columns.
 template <class Mode, std::size_t R, class T, class M, reduce_kind K, class Child>
-void run_row_reduce(const tensor_view<T, static_cast<int>(R), M>& out, const reduce_expr<K, Child, R>& n,
-                    const settings& s) {
+void run_root_reduction(const tensor_view<T, static_cast<int>(R), M>& out, const reduce_expr<K, Child, R>& n,
+                        const settings& s) {
   constexpr std::size_t Q = Child::rank;
+  using V = typename Child::value_type;
   static_assert(Q >= 1, "fuse::cuda::eval: a reduction of a rank-0 tree is the tree itself");
-  static_assert(!has_own_kernel_node<Child>(),
-                "fuse::cuda::eval: the tree a reduction reads holds a reduction, softmax, layer norm or contraction: "
-                "not run on CUDA yet");
+  static_assert(!tree_has<contraction_pred, Child>(), "fuse::cuda::eval: contractions do not run on CUDA yet");
   if (!(out.shape().array() == n.shape().array()))
     throw_shape_error("cuda::eval: ", reduce_name(K), ": output shape ", out.shape().array(),
                       " differs from the result's ", n.shape().array());
+  bool last_only = true;
   for (std::size_t d = 0; d < Q; ++d)
-    if ((n.reduced[d] != 0) != (d + 1 == Q))
-      throw error(std::string("cuda::eval: ") + reduce_name(K) +
-                  " over axes other than the last one alone does not run on CUDA yet (issue 14)");
-  const index_array<Q> ext = n.child.shape().array();
-  if (product(ext) == 0 && out.size() == 0) return;
-  bind_context ctx;
-  using Ev = decltype(bind::bind<Mode>(n.child, bind::affine_map<Q, Q>::identity(), ctx));
-  row_reduce_params<K, Q, T, Ev> p{
-      out.data(), {}, bind::bind<Mode>(n.child, bind::affine_map<Q, Q>::identity(), ctx), ext, 1};
-  for (std::size_t k = 0; k + 1 < Q; ++k) p.out_stride[k] = out.stride(k), p.rows *= ext[k];
-  if (p.rows > index_t{0xFFFFFFFF})
-    throw_shape_error("cuda::eval: ", reduce_name(K), " over ", p.rows,
-                      " rows; a kernel finds a row's coordinates in 32 bits, so at most 2^32 - 1 rows");
-  // Warps write their rows' results while others still read: any overlap of the output with
+    if ((n.reduced[d] != 0) != (d + 1 == Q)) last_only = false;
+  if (!last_only && tree_has<row_node_pred, Child>())
+    throw error(std::string("cuda::eval: ") + reduce_name(K) +
+                " over axes other than the last one alone, of a tree that holds a reduction, softmax or layer "
+                "norm, does not run on CUDA yet (issue 14)");
+  if (out.size() == 0) return;
+  // The iteration space: kept axes (in order), then reduced axes (in order).
+  const index_array<Q> in = n.child.shape().array();
+  index_t perm[Q] = {};
+  index_array<Q> ext{}, stride{};
+  std::size_t kept = 0;
+  for (std::size_t d = 0; d < Q; ++d)
+    if (!n.reduced[d]) {
+      perm[kept] = static_cast<index_t>(d);
+      // The output's axis of kept axis d: d itself with keepdims, its rank among the kept without.
+      stride[kept] = out.stride(R == Q ? d : kept);
+      ++kept;
+    }
+  for (std::size_t d = 0, r = kept; d < Q; ++d)
+    if (n.reduced[d]) perm[r++] = static_cast<index_t>(d);
+  for (std::size_t k = 0; k < Q; ++k) ext[k] = in[static_cast<std::size_t>(perm[k])];
+  const auto child = transpose(n.child, perm);
+  using Phases = phase_tuple_t<Mode, Q, decltype(child)>;
+  using Ev = row_bound_t<Mode, decltype(child), bind::affine_map<Q, Q>>;
+  using Ph = row_phase<K, reduce_partial_t<K, compute_t<V>>, phase_result::dtype, V, Ev>;
+  row_params<Q, Phases, row_result<T, Q, Ph>> p{};
+  row_binder<Phases> binder(&p.phases);
+  p.fin.phase = Ph{bind::bind<Mode>(child, bind::affine_map<Q, Q>::identity(), binder), ext[Q - 1]};
+  if (!binder.complete()) throw error("cuda::eval: internal error: the row program's phases were not all bound");
+  p.fin.out = out.data();
+  p.fin.stride = stride;
+  p.fin.count = 1;
+  // The row's sub-rows: the reduced axes before the last (none when only one is reduced; an
+  // empty block reduces nothing).
+  const std::size_t first_reduced = kept < Q ? kept : Q - 1;
+  for (std::size_t k = first_reduced; k < Q; ++k) p.fin.count *= ext[k];
+  p.fin.sub = p.fin.count == 0 ? Q - 1 : first_reduced;
+  p.extent = ext;
+  for (std::size_t k = p.fin.sub; k + 1 < Q; ++k) p.fin.sub_extent[k] = ext[k], p.extent[k] = 1;
+  if (p.fin.count == 0) p.fin.phase.n = 0;
+  p.rows = 1;
+  for (std::size_t k = 0; k + 1 < Q; ++k) p.rows *= p.extent[k];
+  check_rows(p.rows, reduce_name(K));
+  p.row_threads = !n.reduced[Q - 1] ? 1 : row_threads_for(longest_row(p, p.fin.count));
+  // Groups write their rows' results while others still read: any overlap of the output with
   // what the tree reads would race (and a CUDA eval allocates no temporary).
   const auto w = bind::written_range<R>::of(out.data(), out.shape().array(), out.strides());
-  const auto leaves = bind::leaves_of(ext, p.ev);
+  auto leaves = phase_leaves(p.phases, ext);
+  p.fin.phase.ev.for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext);
   for (std::size_t i = 0; i < leaves.size(); ++i)
     if (bind::overlaps(w.lo, w.hi, leaves[i].lo, leaves[i].hi))
       throw memory_error(std::string("cuda::eval: the output of ") + reduce_name(K) +
                          " overlaps what the reduced tree reads; a CUDA eval allocates no temporary: evaluate into "
                          "another buffer");
-  static_assert(sizeof(p) <= max_parameter_bytes,
-                "fuse::cuda::eval: the bound tree is larger than a kernel parameter may be (32,764 bytes)");
-  const launch_config cfg = row_reduce_launch(p);
-  if (s.emulate) {
-    emulate_cooperative_grid(cfg, s.order,
-                             [&](const thread_coords& t, emulated_block& blk) { row_reduce_body(p, t, blk); });
-  } else {
-    check_launchable(s);
-#if defined(__CUDACC__)
-    row_reduce_kernel<K, Q, T, Ev><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
-                                     ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(p);
-    check(cudaGetLastError(), "cuda::eval: the launch of the row-reduction kernel", __FILE__, __LINE__);
-#endif
-  }
-  if (s.log) s.log->launches.push_back(launch_record{"row_reduce", cfg, s.emulate});
+  launch_row(p, s, "row_reduce");
+}
+
+/// exprs (holding row nodes) into outs (views of one rank Q and one shape) as one launch of the
+/// row kernel; a rank-0 output is iterated as one row of one element.
+template <class Mode, std::size_t Q, class... T, class M, class... E>
+void run_row_program(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs, const std::tuple<E...>& exprs,
+                     const settings& s) {
+  static_assert(!(tree_has<contraction_pred, E>() || ...), "fuse::cuda::eval: contractions do not run on CUDA yet");
+  constexpr std::size_t Qi = Q > 0 ? Q : 1;
+  const index_array<Q> ext0 = pass_extents<Q>(outs, exprs, "cuda::eval");
+  if (product(ext0) == 0) return;
+  index_array<Qi> ext{};
+  ext[Qi - 1] = 1;
+  for (std::size_t k = 0; k < Q; ++k) ext[k] = ext0[k];
+  using Phases = phase_tuple_t<Mode, Qi, E...>;
+  using Outs = tuple<output_slot<T, Qi>...>;
+  using Evs = tuple<row_bound_t<Mode, std::remove_cvref_t<E>, bind::affine_map<Qi, std::remove_cvref_t<E>::rank>>...>;
+  row_params<Qi, Phases, row_outputs<Outs, Evs>> p{};
+  row_binder<Phases> binder(&p.phases);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    // (one at a time, in order: the binder numbers the row values as it meets them)
+    ((fuse::get<I>(p.fin.evs) = bind::bind<Mode>(
+          std::get<I>(exprs),
+          bind::affine_map<Qi, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
+              std::get<I>(exprs).shape().array(), ext),
+          binder)),
+     ...);
+    index_array<Qi> stride[sizeof...(I)] = {};
+    if constexpr (Q > 0) ((stride[I] = std::get<I>(outs).strides()), ...);
+    ((fuse::get<I>(p.fin.outs) = output_slot<T, Qi>{std::get<I>(outs).data(), stride[I]}), ...);
+  }(std::index_sequence_for<E...>{});
+  if (!binder.complete()) throw error("cuda::eval: internal error: the row program's phases were not all bound");
+  p.extent = ext;
+  p.rows = 1;
+  for (std::size_t k = 0; k + 1 < Qi; ++k) p.rows *= ext[k];
+  check_rows(p.rows, "the output");
+  p.row_threads = row_threads_for(longest_row(p, ext[Qi - 1]));
+  // The same rule as the elementwise kernel's, for the leaves of the outputs' trees and of the
+  // phases: a group reads its whole row (every phase) before it writes any of it.
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    small_vector<bind::written_range<Qi>, 8> w;
+    (w.push_back(bind::written_range<Qi>::of(fuse::get<I>(p.fin.outs).data, ext, fuse::get<I>(p.fin.outs).stride)),
+     ...);
+    auto leaves = phase_leaves(p.phases, ext);
+    (fuse::get<I>(p.fin.evs).for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...);
+    const auto read_elsewhere = bind::outputs_read_elsewhere(w, leaves, ext, "cuda::eval");
+    for (std::size_t o = 0; o < w.size(); ++o)
+      if (read_elsewhere[o])
+        throw memory_error(
+            "cuda::eval: an output overlaps an input that is read at other addresses (x = transpose(x), a "
+            "shifted slice, a broadcast of itself, another row of a reduction); a CUDA eval allocates no "
+            "temporary: evaluate into another buffer");
+  }(std::index_sequence_for<E...>{});
+  launch_row(p, s, "row");
 }
 
 /// exprs into outs (views of one rank Q and one shape) as one kernel.
 template <class Mode, std::size_t Q, class... T, class M, class... E>
 void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs, const std::tuple<E...>& exprs,
                      const settings& s) {
-  static_assert(!(has_own_kernel_node<E>() || ...),
-                "fuse::cuda::eval: softmax, layer norm, contractions, and reductions inside a larger tree do not run "
-                "on CUDA yet (a sum/mean/max/min/prod over the last axis at the root of an eval does)");
   const index_array<Q> ext = pass_extents<Q>(outs, exprs, "cuda::eval");
   if (product(ext) == 0) return;
   bind_context ctx;
@@ -326,8 +451,11 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   if constexpr (!detail::in_memory_of_eval<M, O, E>()) {
     return;  // (its assertions said why)
   } else if constexpr (kind_of<E> == node_kind::reduction) {
-    detail::run_row_reduce<math_mode_t<Opt...>>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
-                                                detail::settings_of(opt...));
+    detail::run_root_reduction<math_mode_t<Opt...>>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
+                                                    detail::settings_of(opt...));
+  } else if constexpr (tree_has<row_node_pred, E>()) {
+    detail::run_row_program<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q), M>(out)),
+                                                    std::tuple<const E&>(expr), detail::settings_of(opt...));
   } else {
     detail::run_elementwise<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q), M>(out)),
                                                     std::tuple<const E&>(expr), detail::settings_of(opt...));
@@ -347,10 +475,14 @@ void eval(outputs_t<O...> outs, Args&&... args) {
     check_outputs<std::tuple<O...>, decltype(exprs)>();
     constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
     using M = memory_of_options<std::remove_cvref_t<std::tuple_element_t<N + J, std::tuple<Args...>>>...>;
-    if constexpr ((detail::in_memory_of_eval<M, O, std::tuple_element_t<I, decltype(exprs)>>() && ...))
-      detail::run_elementwise<math_mode_t<std::tuple_element_t<N + J, std::tuple<Args...>>...>, Q>(
-          std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q), M>(std::get<I>(outs.views))...),
-          exprs, detail::settings_of(std::get<N + J>(all)...));
+    using Mode = math_mode_t<std::tuple_element_t<N + J, std::tuple<Args...>>...>;
+    if constexpr ((detail::in_memory_of_eval<M, O, std::tuple_element_t<I, decltype(exprs)>>() && ...)) {
+      auto views =
+          std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q), M>(std::get<I>(outs.views))...);
+      if constexpr ((tree_has<row_node_pred, std::tuple_element_t<I, decltype(exprs)>>() || ...))
+        detail::run_row_program<Mode, Q>(views, exprs, detail::settings_of(std::get<N + J>(all)...));
+      else detail::run_elementwise<Mode, Q>(views, exprs, detail::settings_of(std::get<N + J>(all)...));
+    }
   }(std::make_index_sequence<N>{}, std::make_index_sequence<sizeof...(Args) - N>{});
 }
 

@@ -2,7 +2,8 @@
 // is a fiber (POSIX ucontext) that runs until it reaches a barrier or a shuffle, where it yields.
 // A block barrier releases its threads when every live thread of the block waits there, a
 // shuffle when every live lane of the warp does; threads run between those points in the
-// schedule's order (forward, reverse, shuffled). So a body that reads shared memory another
+// schedule's order (forward, reverse, shuffled), and a warp or block released runs on at once,
+// ahead of the threads later in the order (as far ahead as CUDA lets it). So a body that reads shared memory another
 // thread writes, without a barrier between, reads it before or after the write depending on the
 // order, and the tests, which run every order, see the difference. Strict where CUDA leaves it
 // undefined: a barrier must be reached by every thread of the block and a shuffle by every lane
@@ -64,7 +65,7 @@ class fiber_scheduler {
     }
     std::size_t live = fibers_.size();
     while (live > 0) {
-      bool ran = false;
+      bool ran = false, released = false;
       for (const std::uint64_t i : order) {
         fiber& f = fibers_[i];
         if (f.st != state::ready) continue;
@@ -73,8 +74,14 @@ class fiber_scheduler {
         swapcontext(&scheduler_, &f.ctx);  // back here at its next barrier, shuffle or end
         ran = true;
         if (error_) break;
+        // Eagerly: a warp whose shuffle (or a block whose barrier) is complete runs on at once,
+        // from the first thread in the order, before threads later in the order have caught
+        // up. So a warp races ahead of the others as far as CUDA allows (a shared slot reused
+        // without a barrier between its last read and its next write is overwritten early).
+        if ((released = release_waiting(static_cast<std::uint32_t>(i)))) break;
       }
       if (error_) break;
+      if (released) continue;
       live = static_cast<std::size_t>(
           std::count_if(fibers_.begin(), fibers_.end(), [](const fiber& f) { return f.st != state::done; }));
       if (live == 0) break;
@@ -91,9 +98,18 @@ class fiber_scheduler {
   void barrier() { yield(state::at_barrier); }
   template <class T>
   T shuffle_xor(T v, std::uint32_t lane_mask) {
+    const std::uint32_t me = running_;
+    return exchange(v, (me & ~(warp_size - 1)) | ((me % warp_size) ^ lane_mask));
+  }
+  template <class T>
+  T shuffle(T v, std::uint32_t src_lane) {
+    return exchange(v, (running_ & ~(warp_size - 1)) | (src_lane % warp_size));
+  }
+  /// v of thread `partner` of the block (this one's own where the block has no such thread).
+  template <class T>
+  T exchange(T v, std::uint32_t partner) {
     static_assert(sizeof(T) <= sizeof(std::uint64_t), "cuda emulator: a shuffle moves at most 8 bytes");
     const std::uint32_t me = running_;
-    const std::uint32_t partner = (me & ~(warp_size - 1)) | ((me % warp_size) ^ lane_mask);
     std::memcpy(&slots_[me], &v, sizeof(T));
     yield(state::at_shuffle);  // every lane of the warp has written its slot
     T r;
@@ -127,6 +143,18 @@ class fiber_scheduler {
     fiber& f = fibers_[running_];
     f.st = st;
     swapcontext(&f.ctx, &scheduler_);
+  }
+  /// Releases the warp of thread i when all its lanes wait at a shuffle, or the block when
+  /// every thread waits at the barrier (i having just arrived there).
+  bool release_waiting(std::uint32_t i) {
+    if (fibers_[i].st == state::at_barrier) return release_barrier();
+    if (fibers_[i].st != state::at_shuffle) return false;
+    const std::size_t w = i - i % warp_size;
+    const auto first = fibers_.begin() + static_cast<std::ptrdiff_t>(w);
+    const auto last = fibers_.begin() + static_cast<std::ptrdiff_t>(std::min(fibers_.size(), w + warp_size));
+    if (!std::all_of(first, last, [](const fiber& f) { return f.st == state::at_shuffle; })) return false;
+    for (auto f = first; f != last; ++f) f->st = state::ready;
+    return true;
   }
   /// Releases the block barrier when every thread of the block waits at it.
   bool release_barrier() {
@@ -181,6 +209,15 @@ class emulated_block {
     return v;
 #else
     return s_->shuffle_xor(v, lane_mask);
+#endif
+  }
+  template <class T>
+  FUSE_HD T shuffle(T v, std::uint32_t src_lane) const {
+#if defined(__CUDA_ARCH__)
+    __trap();
+    return v;
+#else
+    return s_->shuffle(v, src_lane);
 #endif
   }
   template <class T>

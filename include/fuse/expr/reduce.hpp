@@ -8,6 +8,7 @@
 // integer sums wrap to the dtype and integer means divide the wrapped sum, truncating, as Relay.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -86,6 +87,50 @@ FUSE_HD compute_t<T> reduce_finish(S r, index_t count) {
     if constexpr (K == reduce_kind::mean) w = count ? w / count : 0;
     return static_cast<C>(w);
   }
+}
+
+// ---- what softmax, log_softmax and layer_norm compute, for every executor ------------------------
+//
+// Per row along the op's axis, with C the compute type of the dtype:
+//   softmax:      mx = max(x) (C, NaN propagates), total = sum(double(e)) with e = shifted_exp(x, mx),
+//                 y = e * C(1 / total)
+//   log_softmax:  y = x - C(double(mx) + log(total))
+//   layer_norm:   mean = sum(double(x)) / n, var = sum((double(x) - mean)^2) / n (two passes),
+//                 y = C((double(x) - mean) * (1 / sqrt(var + eps)) [* gamma] [+ beta])
+// The CPU's vector loops spell the same formulas in lanes; these scalar forms are its tails and
+// the CUDA executor's whole computation.
+
+/// exp(x - mx) with the subtraction's rounding error put back: the error e (recovered exactly
+/// by TwoSum) would be multiplied by |x - mx| inside exp; exp(d + e) = exp(d) (1 + e).
+template <class Mode, class C>
+FUSE_HD C softmax_shifted_exp(C x, C mx) {
+  const C d = x - mx, bb = d - x;
+  C err = (x - (d - bb)) - (mx + bb);
+  if (err != err) err = 0;  // x = -inf: no correction
+  const C e = ops::exp{}.template apply<Mode>(d);
+  return e + e * err;
+}
+/// softmax's factor for a row whose shifted exponentials sum to total.
+template <class C>
+FUSE_HD C softmax_scale(double total) {
+  return static_cast<C>(1.0 / total);
+}
+/// log_softmax's shift for a row of maximum mx whose shifted exponentials sum to total.
+template <class C>
+FUSE_HD C log_softmax_shift(C mx, double total) {
+  return static_cast<C>(static_cast<double>(mx) + std::log(total));
+}
+/// layer_norm's 1 / sqrt(var + eps); eps is a float32 constant, as Relay makes it.
+FUSE_HD inline double layer_norm_inverse_deviation(double var, double epsilon) {
+  return 1.0 / std::sqrt(var + static_cast<double>(static_cast<float>(epsilon)));
+}
+/// layer_norm of one element: y = (x - mean) * inv [* gamma] [+ beta], in double.
+template <class C>
+FUSE_HD C layer_norm_value(C x, double mean, double inv, C gamma, C beta, bool scale, bool center) {
+  double y = (static_cast<double>(x) - mean) * inv;
+  if (scale) y *= static_cast<double>(gamma);
+  if (center) y += static_cast<double>(beta);
+  return static_cast<C>(y);
 }
 
 /// Keep reduced axes as extent 1 (Relay's keepdims=True).

@@ -1,0 +1,250 @@
+// fuse::cuda::eval against the anchors issue 14 names, in the same run (and so on the same card)
+// as bench_cuda.cu's copy bandwidth:
+//   gate_chain_fused/N       sigmoid(s0) * tanh(s1) + exp(s2) * sigmoid(s3) over split<4> of
+//                            x [N / 1024, 4 * 1024] into [N / 1024, 1024]: one kernel
+//   gate_chain_op_by_op/N    the same, one eval (one launch, one temporary) per op: 7 kernels
+//   softmax_fused/R/C        softmax over the last axis of x [R, C]: one row kernel
+//   softmax_unfused/R/C      max, subtract, exp, sum, divide: 5 kernels, 2 temporaries
+//   layer_norm_fused/R/C     layer_norm(x, gamma, beta) over the last axis: one row kernel
+//   layer_norm_unfused/R/C   TVM's decomposed form op by op: mean, subtract, multiply, mean,
+//                            add, sqrt, divide, multiply, add: 9 kernels
+//   evals_one_by_one         100 small evals (4096 floats each) launched one after another
+//   evals_graph              the same 100 captured once in a CUDA graph and replayed
+// Bandwidth is what the fused form must move (inputs read once, the output written once);
+// `of_copy_bw` is its time as a fraction of copy_d2d's. The unfused forms report the same bytes,
+// so their `of_copy_bw` is directly comparable. `max_diff` compares a fused result with its
+// unfused chain; `per_eval` is one eval's time in the launch benchmarks.
+#include <benchmark/benchmark.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <fuse/cuda.hpp>
+
+#include "cuda_bench.cuh"
+
+namespace fuse::bench {
+namespace {
+
+/// Fills a device buffer of n floats with values in [-2, 2) (deterministic).
+void fill(float* p, std::size_t n, unsigned salt) {
+  std::vector<float> h(n);
+  for (std::size_t i = 0; i < n; ++i)
+    h[i] = static_cast<float>(((i + salt) * 2654435761u) % 4096) * (4.0f / 4096) - 2.0f;
+  CUDA_CHECK(cudaMemcpy(p, h.data(), sizeof(float) * n, cudaMemcpyHostToDevice));
+}
+
+/// The largest |a - b| over two device tensors of one size.
+template <class A, class B>
+double max_diff(const A& a, const B& b) {
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  const auto ha = cuda::to_host(a, stream()), hb = cuda::to_host(b, stream());
+  double d = 0;
+  for (index_t i = 0; i < ha.size(); ++i)
+    d = std::max(d, std::abs(static_cast<double>(ha.data()[i]) - static_cast<double>(hb.data()[i])));
+  return d;
+}
+
+/// Times body() per iteration with CUDA events on the benchmarks' stream.
+template <class F>
+void timed(benchmark::State& state, F&& body) {
+  events ev;
+  body();  // warm: first-launch costs out of the measurement
+  for (auto _ : state) {
+    CUDA_CHECK(cudaEventRecord(ev.start, stream()));
+    body();
+    CUDA_CHECK(cudaEventRecord(ev.stop, stream()));
+    state.SetIterationTime(ev.seconds());
+  }
+}
+
+// ---- the gate chain ---------------------------------------------------------------------------------
+
+constexpr index_t gate_cols = 1024;
+
+struct gate_inputs {
+  index_t rows;
+  cuda::tensor<float, 2> x, out, ref;
+  explicit gate_inputs(index_t n)
+      : rows(n / gate_cols),
+        x({rows, 4 * gate_cols}, stream()),
+        out({rows, gate_cols}, stream()),
+        ref({rows, gate_cols}, stream()) {
+    fill(x.data(), static_cast<std::size_t>(x.size()), 1);
+  }
+  auto gates() const { return split<4>(x.view(), 1); }
+};
+
+void gate_chain_fused(benchmark::State& state) {
+  gate_inputs in(state.range(0));
+  const auto g = in.gates();
+  timed(state, [&] { cuda::eval(in.out, sigmoid(g[0]) * tanh(g[1]) + exp(g[2]) * sigmoid(g[3]), cuda::on(stream())); });
+  report_bandwidth(state, sizeof(float) * 5.0 * static_cast<double>(state.range(0)));
+}
+
+void gate_chain_op_by_op(benchmark::State& state) {
+  gate_inputs in(state.range(0));
+  const auto g = in.gates();
+  std::vector<cuda::tensor<float, 2>> t;
+  for (int i = 0; i < 6; ++i) t.emplace_back(dynamic_shape<2>({in.rows, gate_cols}), stream());
+  const auto s = [&] { return cuda::on(stream()); };
+  timed(state, [&] {
+    cuda::eval(t[0], sigmoid(g[0]), s());
+    cuda::eval(t[1], tanh(g[1]), s());
+    cuda::eval(t[2], t[0].view() * t[1].view(), s());
+    cuda::eval(t[3], exp(g[2]), s());
+    cuda::eval(t[4], sigmoid(g[3]), s());
+    cuda::eval(t[5], t[3].view() * t[4].view(), s());
+    cuda::eval(in.out, t[2].view() + t[5].view(), s());
+  });
+  report_bandwidth(state, sizeof(float) * 5.0 * static_cast<double>(state.range(0)));
+  cuda::eval(in.ref, sigmoid(g[0]) * tanh(g[1]) + exp(g[2]) * sigmoid(g[3]), cuda::on(stream()));
+  state.counters["max_diff"] = max_diff(in.out, in.ref);
+}
+
+// ---- softmax and layer norm ------------------------------------------------------------------------
+
+struct row_inputs {
+  index_t rows, cols;
+  cuda::tensor<float, 2> x, out, ref, t1, t2;
+  cuda::tensor<float, 2> r1, r2, r3;  // [rows, 1]
+  cuda::tensor<float, 1> gamma, beta;
+  explicit row_inputs(const benchmark::State& state)
+      : rows(state.range(0)),
+        cols(state.range(1)),
+        x({rows, cols}, stream()),
+        out({rows, cols}, stream()),
+        ref({rows, cols}, stream()),
+        t1({rows, cols}, stream()),
+        t2({rows, cols}, stream()),
+        r1({rows, 1}, stream()),
+        r2({rows, 1}, stream()),
+        r3({rows, 1}, stream()),
+        gamma({cols}, stream()),
+        beta({cols}, stream()) {
+    fill(x.data(), static_cast<std::size_t>(x.size()), 2);
+    fill(gamma.data(), static_cast<std::size_t>(cols), 3);
+    fill(beta.data(), static_cast<std::size_t>(cols), 4);
+  }
+  double bytes() const { return sizeof(float) * 2.0 * static_cast<double>(rows * cols); }
+};
+
+void softmax_fused(benchmark::State& state) {
+  row_inputs in(state);
+  timed(state, [&] { cuda::eval(in.out, softmax(in.x.view()), cuda::on(stream())); });
+  report_bandwidth(state, in.bytes());
+}
+
+void softmax_unfused(benchmark::State& state) {
+  row_inputs in(state);
+  const auto s = [&] { return cuda::on(stream()); };
+  timed(state, [&] {
+    cuda::eval(in.r1, max(in.x.view(), -1, keepdims), s());
+    cuda::eval(in.t1, in.x.view() - in.r1.view(), s());
+    cuda::eval(in.t2, exp(in.t1.view()), s());
+    cuda::eval(in.r2, sum(in.t2.view(), -1, keepdims), s());
+    cuda::eval(in.out, in.t2.view() / in.r2.view(), s());
+  });
+  report_bandwidth(state, in.bytes());
+  cuda::eval(in.ref, softmax(in.x.view()), cuda::on(stream()));
+  state.counters["max_diff"] = max_diff(in.out, in.ref);
+}
+
+void layer_norm_fused(benchmark::State& state) {
+  row_inputs in(state);
+  timed(state,
+        [&] { cuda::eval(in.out, layer_norm(in.x.view(), in.gamma.view(), in.beta.view()), cuda::on(stream())); });
+  report_bandwidth(state, in.bytes());
+}
+
+void layer_norm_unfused(benchmark::State& state) {
+  row_inputs in(state);
+  const auto s = [&] { return cuda::on(stream()); };
+  timed(state, [&] {
+    cuda::eval(in.r1, mean(in.x.view(), -1, keepdims), s());
+    cuda::eval(in.t1, in.x.view() - in.r1.view(), s());
+    cuda::eval(in.t2, in.t1.view() * in.t1.view(), s());
+    cuda::eval(in.r2, mean(in.t2.view(), -1, keepdims), s());
+    cuda::eval(in.r3, in.r2.view() + 1e-5f, s());
+    cuda::eval(in.r2, sqrt(in.r3.view()), s());
+    cuda::eval(in.t2, in.t1.view() / in.r2.view(), s());
+    cuda::eval(in.t1, in.t2.view() * in.gamma.view(), s());
+    cuda::eval(in.out, in.t1.view() + in.beta.view(), s());
+  });
+  report_bandwidth(state, in.bytes());
+  cuda::eval(in.ref, layer_norm(in.x.view(), in.gamma.view(), in.beta.view()), cuda::on(stream()));
+  state.counters["max_diff"] = max_diff(in.out, in.ref);
+}
+
+// ---- launches one by one and as a graph ----------------------------------------------------------------
+
+constexpr int small_evals = 100;
+constexpr index_t small_size = 4096;
+
+struct small_inputs {
+  std::vector<cuda::tensor<float, 1>> a, b, out;
+  small_inputs() {
+    for (int i = 0; i < small_evals; ++i) {
+      a.emplace_back(dynamic_shape<1>({small_size}), stream());
+      b.emplace_back(dynamic_shape<1>({small_size}), stream());
+      out.emplace_back(dynamic_shape<1>({small_size}), stream());
+    }
+  }
+  void run() {
+    for (int i = 0; i < small_evals; ++i) cuda::eval(out[i], a[i].view() + b[i].view() * 2.0f, cuda::on(stream()));
+  }
+};
+
+void report_per_eval(benchmark::State& state) {
+  state.counters["per_eval"] =
+      benchmark::Counter(static_cast<double>(small_evals) * static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void evals_one_by_one(benchmark::State& state) {
+  small_inputs in;
+  timed(state, [&] { in.run(); });
+  report_per_eval(state);
+}
+
+void evals_graph(benchmark::State& state) {
+  small_inputs in;
+  CUDA_CHECK(cudaStreamSynchronize(stream()));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CUDA_CHECK(cudaStreamBeginCapture(stream(), cudaStreamCaptureModeThreadLocal));
+  in.run();  // eval only launches: nothing it does is refused inside a capture
+  CUDA_CHECK(cudaStreamEndCapture(stream(), &graph));
+  CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  timed(state, [&] { CUDA_CHECK(cudaGraphLaunch(exec, stream())); });
+  report_per_eval(state);
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+}  // namespace
+
+void register_executor_benchmarks() {
+  auto manual = [](benchmark::internal::Benchmark* b) { b->UseManualTime()->Unit(benchmark::kMicrosecond); };
+  for (auto* f : {&gate_chain_fused, &gate_chain_op_by_op}) {
+    auto* b = benchmark::RegisterBenchmark(f == &gate_chain_fused ? "gate_chain_fused" : "gate_chain_op_by_op", f);
+    b->Arg(1 << 20)->Arg(1 << 24)->Arg(1 << 28);
+    manual(b);
+  }
+  const std::pair<const char*, void (*)(benchmark::State&)> rows[] = {{"softmax_fused", &softmax_fused},
+                                                                      {"softmax_unfused", &softmax_unfused},
+                                                                      {"layer_norm_fused", &layer_norm_fused},
+                                                                      {"layer_norm_unfused", &layer_norm_unfused}};
+  for (const auto& [name, f] : rows) {
+    auto* b = benchmark::RegisterBenchmark(name, f);
+    b->Args({36864, 384})->Args({3072, 768})->Args({4096, 32768});
+    manual(b);
+  }
+  manual(benchmark::RegisterBenchmark("evals_one_by_one", &evals_one_by_one));
+  manual(benchmark::RegisterBenchmark("evals_graph", &evals_graph));
+}
+
+}  // namespace fuse::bench

@@ -1,0 +1,194 @@
+// The row kernel's body: a row program (fuse/cuda/row_program.hpp) over the rows of its
+// iteration space. One group of threads owns each row (the outer coordinates, row-major): a warp
+// for rows up to `warp_row_limit` elements (BERT's 768, attention's 384), a whole block above,
+// and a single thread for a reduction whose input's last axis is kept (a column reduction:
+// consecutive threads, consecutive columns). For its row the group
+//   1. computes the row's values, phase after phase: its threads walk the row's columns
+//      `row_threads` apart (consecutive threads, consecutive columns: coalesced reads), each
+//      accumulating a partial result in the phase's partial type (expr/reduce.hpp: double for
+//      float sums), which the group then combines (warp shuffles, then the warps' results
+//      through shared memory) so that every thread holds the same value;
+//   2. then either writes its outputs along the row, each thread its columns, every output's
+//      value computed before any is stored (`row_outputs`), or, for a reduction at the root
+//      of the eval, writes the reduction's one value per row (`row_result`), where a row may be
+//      a block of several reduced axes walked as sub-rows.
+// Nothing is stored between the phases and the outputs: the tree that feeds a row node is
+// evaluated again in each phase that reads it (a row of a few thousand elements stays in L1).
+// The combination order differs from the CPU's, so a reduction's result matches the double
+// reference within its bound, not the CPU bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "fuse/core/dtype.hpp"
+#include "fuse/core/shape.hpp"
+#include "fuse/cuda/block.hpp"
+#include "fuse/cuda/elementwise.hpp"
+#include "fuse/cuda/launch.hpp"
+#include "fuse/cuda/row_program.hpp"
+#include "fuse/expr/reduce.hpp"
+
+namespace fuse::cuda {
+
+/// Threads per block of the row kernel.
+inline constexpr std::uint32_t row_block_threads = 256;
+/// Rows up to this many elements are a warp's; longer ones a block's.
+inline constexpr index_t warp_row_limit = 1024;
+/// Most blocks of a launch; more rows are walked by striding.
+inline constexpr std::uint32_t row_max_blocks = 1u << 20;
+/// Shared memory of a row kernel's block: one partial result (<= 8 bytes) per warp.
+inline constexpr std::size_t row_shared_bytes = (row_block_threads / warp_size) * 8;
+
+/// The outputs of a row program written along each row: evs[i] into outs[i].
+template <class Outs, class Evs>
+struct row_outputs {
+  Outs outs;  ///< fuse::tuple of output_slot over the iteration space
+  Evs evs;    ///< fuse::tuple of evaluators over the iteration space
+};
+
+/// A reduction at the root of an eval: its value for each row, written at `out` + the row's
+/// coordinates times `stride`. A row is the block of the reduced axes, which the iteration
+/// space puts last: axes [sub, Q - 1) are walked inside the row (their extents `sub_extent`;
+/// the kernel's `extent` holds 1 there), the last one by the group's threads; sub = Q - 1 when
+/// only the last axis is reduced.
+template <class T, std::size_t Q, class Phase>
+struct row_result {
+  T* out = nullptr;
+  index_array<Q> stride{};
+  Phase phase;
+  std::size_t sub = Q - 1;
+  index_array<Q> sub_extent{};
+  index_t count = 0;  ///< elements reduced per row
+};
+
+/// Everything the row kernel reads: its one parameter.
+template <std::size_t Q, class Phases, class Final>
+struct row_params {
+  Phases phases;                          ///< fuse::tuple of row_phase, in the order their values are computed
+  Final fin;                              ///< row_outputs or row_result
+  index_array<Q> extent{};                ///< the iteration space; extent[Q - 1] is the outputs' row length
+  index_t rows = 0;                       ///< product of all but the last extent
+  std::uint32_t row_threads = warp_size;  ///< threads per row: a warp, or the block
+};
+
+/// The threads a group uses for rows whose longest walk (phases and outputs) is `longest`.
+inline std::uint32_t row_threads_for(index_t longest) {
+  return longest > warp_row_limit ? row_block_threads : warp_size;
+}
+
+template <std::size_t Q, class Phases, class Final>
+launch_config row_launch(const row_params<Q, Phases, Final>& p) {
+  const index_t per_block = row_block_threads / p.row_threads;
+  const index_t blocks = (p.rows + per_block - 1) / per_block;
+  launch_config c;
+  c.block = {row_block_threads, 1, 1};
+  c.grid = {static_cast<std::uint32_t>(blocks < row_max_blocks ? blocks : row_max_blocks), 1, 1};
+  c.shared_bytes = row_shared_bytes;
+  return c;
+}
+
+/// Combines acc of every thread of a row group (G threads: a warp or the block) so that each
+/// holds the same result.
+template <reduce_kind K, class S, class Block>
+FUSE_HD S row_allreduce(S acc, std::uint32_t G, std::uint32_t tid, Block& blk) {
+  using P = reduce_partial<K, S>;
+  if (G == 1) return acc;  // a thread a row
+  for (std::uint32_t m = warp_size / 2; m > 0; m /= 2) acc = P::combine(acc, blk.shuffle_xor(acc, m));
+  // The lanes' combinations may differ in a zero's sign or a NaN's payload: lane 0's for all.
+  acc = blk.shuffle(acc, 0);
+  if (G == warp_size) return acc;
+  S* part = blk.template shared<S>();
+  if (tid % warp_size == 0) part[tid / warp_size] = acc;
+  blk.barrier();
+  S r = part[0];
+  for (std::uint32_t w = 1; w < G / warp_size; ++w) r = P::combine(r, part[w]);
+  blk.barrier();  // every thread has read before the next phase writes
+  return r;
+}
+
+/// The value of phase ph for the row whose coordinates and earlier values are x.
+template <class Ph, class Block>
+FUSE_HD typename Ph::value_type phase_value(const Ph& ph, const index_t* x, std::uint32_t lane, std::uint32_t G,
+                                            std::uint32_t tid, Block& blk) {
+  using S = typename Ph::partial_type;
+  using P = reduce_partial<Ph::kind, S>;
+  auto ev = ph.ev;  // row() keeps per-row state
+  ev.row(x);
+  S acc = P::identity();
+  FUSE_DEVICE_NO_UNROLL
+  for (index_t j = lane; j < ph.n; j += G) acc = P::combine(acc, static_cast<S>(ev.get(j)));
+  return ph.finish(row_allreduce<Ph::kind>(acc, G, tid, blk));
+}
+
+/// The value of a root reduction for the row whose coordinates are x: the phase over every
+/// sub-row (an odometer over axes [sub, Q - 1), by constant indices: x stays in registers).
+template <std::size_t Q, class Fin, class Block>
+FUSE_HD auto result_value(const Fin& fin, index_t* x, std::uint32_t lane, std::uint32_t G, std::uint32_t tid,
+                          Block& blk) {
+  using Ph = std::remove_cvref_t<decltype(fin.phase)>;
+  using S = typename Ph::partial_type;
+  using P = reduce_partial<Ph::kind, S>;
+  auto ev = fin.phase.ev;
+  S acc = P::identity();
+  for (;;) {
+    ev.row(x);
+    FUSE_DEVICE_NO_UNROLL
+    for (index_t j = lane; j < fin.phase.n; j += G) acc = P::combine(acc, static_cast<S>(ev.get(j)));
+    bool more = false;
+    for (std::size_t k = Q - 1; k-- > 0;)
+      if (!more && k >= fin.sub) {
+        if (++x[k] < fin.sub_extent[k]) more = true;
+        else x[k] = 0;
+      }
+    if (!more) break;
+  }
+  return fin.phase.finish(row_allreduce<Ph::kind>(acc, G, tid, blk), fin.count);
+}
+
+/// The body: each group its rows.
+template <std::size_t Q, class Phases, class Final, class Block>
+FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords& t, Block& blk) {
+  static_assert(Q >= 1, "a row program iterates over rank 1 or more");
+  const std::uint32_t G = p.row_threads;
+  const std::uint32_t per_block = t.block_dim.x / G;
+  const std::uint32_t lane = t.thread.x % G;
+  const index_t n = p.extent[Q - 1];
+  const index_t step = static_cast<index_t>(t.grid_dim.x) * per_block;
+  // r is the same for every thread of a group: their shuffles and barriers match.
+  for (index_t r = static_cast<index_t>(t.block.x) * per_block + t.thread.x / G; r < p.rows; r += step) {
+    index_t x[Q + max_row_values] = {};  // the row's coordinates, then its values
+    row_coordinates(r, p.extent, x);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((x[Q + I] = pack_row_value(phase_value(fuse::get<I>(p.phases), x, lane, G, t.thread.x, blk))), ...);
+    }(std::make_index_sequence<Phases::size>{});
+    index_t base = 0;
+    if constexpr (requires { p.fin.phase; }) {
+      const auto v = result_value<Q>(p.fin, x, lane, G, t.thread.x, blk);
+      if (lane == 0) {
+        for (std::size_t k = 0; k + 1 < Q; ++k) base += x[k] * p.fin.stride[k];
+        p.fin.out[base] = to_storage<std::remove_pointer_t<decltype(p.fin.out)>>(v);
+      }
+    } else {
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        using fuse::get;
+        auto evs = p.fin.evs;
+        (get<I>(evs).row(x), ...);
+        index_t base_of[sizeof...(I)] = {};
+        for (std::size_t k = 0; k + 1 < Q; ++k) ((base_of[I] += x[k] * get<I>(p.fin.outs).stride[k]), ...);
+        const index_t inner[sizeof...(I)] = {get<I>(p.fin.outs).inner()...};
+        FUSE_DEVICE_NO_UNROLL
+        for (index_t j = lane; j < n; j += G) {
+          // Every output's value before any store: an output read at its own address stays right.
+          const tuple<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type...> v{get<I>(evs).get(j)...};
+          ((get<I>(p.fin.outs).data[base_of[I] + j * inner[I]] =
+                to_storage<std::remove_pointer_t<decltype(get<I>(p.fin.outs).data)>>(get<I>(v))),
+           ...);
+        }
+      }(std::make_index_sequence<decltype(p.fin.evs)::size>{});
+    }
+  }
+}
+
+}  // namespace fuse::cuda

@@ -1,0 +1,538 @@
+// Row programs: how the CUDA executor binds a tree that holds row nodes (a reduction over the
+// last axis, softmax, log_softmax, layer_norm) so that the whole tree is ONE kernel.
+//
+// A row node's value at an output element depends on a whole row of its input, so the CPU
+// evaluates it first into a buffer. On the GPU one group of threads (a warp, or a block for long
+// rows: fuse/cuda/row_kernel.hpp) owns each row of the iteration space and computes, before it
+// writes anything, the row's values: the numbers each row node needs (a reduction's result;
+// softmax's maximum and sum of shifted exponentials; layer norm's mean and variance). Each such
+// value is one *phase*: a reduction of an evaluator along the row, combined across the group.
+// Then the outputs' trees are evaluated along the row, each row node reading its values.
+//
+// Binding (bind() with this file's `row_binder` as its context): a row node becomes
+//   - a reduction: `row_value_eval`, the phase's result broadcast along the row;
+//   - softmax / log_softmax: `softmax_row_eval`, its input's evaluator plus its two values;
+//   - layer_norm: `layer_norm_row_eval`, its input, gamma and beta plus its two values;
+// and its phases are bound over the row of its input (`row_map`: its outer coordinates from the
+// output row's, its last one running along the row). A row node inside another's input gives
+// phases that come first (post-order), so every phase reads only values already computed.
+//
+// The values live after the coordinates in the array every evaluator's row(x) receives: x[0..Q)
+// are the row's coordinates, x[Q + k] the bits of value k (`row_value`). Reading value k as a
+// mask over every value keeps the array in registers (a run-time index would put it in local
+// memory).
+//
+// The phases' types are known from the tree's type alone (`phase_list`), so a kernel's parameter
+// holds them in a fuse::tuple; the binder fills that tuple in the same order.
+//
+// Limits (errors, not silent): a row node must reduce or normalise its last axis, be read
+// through slices, broadcasts and transposes that keep its rows apart from the output row's last
+// axis (not through a reshape), and at most `max_row_values` values per row.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "fuse/bind/bind.hpp"
+#include "fuse/core/dtype.hpp"
+#include "fuse/core/error.hpp"
+#include "fuse/expr/node.hpp"
+#include "fuse/expr/reduce.hpp"
+
+namespace fuse::cuda {
+
+/// Values a row program may compute per row (a reduction needs 1, softmax and layer norm 2).
+inline constexpr int max_row_values = 8;
+
+/// Nodes that a row program computes by phases.
+template <class N>
+inline constexpr bool is_row_node =
+    kind_of<N> == node_kind::reduction || kind_of<N> == node_kind::softmax || kind_of<N> == node_kind::layer_norm;
+
+/// Whether tree N holds a node for which pred<node type> holds.
+template <template <class> class Pred, class N>
+constexpr bool tree_has() {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (Pred<D>::value) {
+    return true;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (tree_has<Pred, child_t<I, D>>() || ...);
+    }(std::make_index_sequence<child_count<D>>{});
+  }
+}
+template <class N>
+struct row_node_pred : std::bool_constant<is_row_node<N>> {};
+template <class N>
+struct contraction_pred : std::bool_constant<kind_of<N> == node_kind::contraction> {};
+
+// ---- the values after the coordinates --------------------------------------------------------
+
+/// The bits of a value of up to 8 bytes, as an index_t of the coordinates-and-values array.
+template <class V>
+FUSE_HD index_t pack_row_value(V v) {
+  static_assert(sizeof(V) <= sizeof(index_t), "a row value has at most 8 bytes");
+  std::uint64_t u = 0;
+  std::memcpy(&u, &v, sizeof(V));
+  return static_cast<index_t>(u);
+}
+/// Value `slot` of the array x of an iteration space of rank Q.
+template <std::size_t Q, class V>
+FUSE_HD V row_value(const index_t* x, int slot) {
+  // Every value read at a constant index and masked: a branch or select per value would be
+  // folded by the compiler into one load at a run-time index, which puts x in local memory.
+  std::uint64_t u = 0;
+  for (int k = 0; k < max_row_values; ++k)
+    u |= static_cast<std::uint64_t>(x[Q + static_cast<std::size_t>(k)]) & (std::uint64_t{0} - (k == slot));
+  V v;
+  std::memcpy(&v, &u, sizeof(V));
+  return v;
+}
+
+/// A compute value as the CPU reads it back after storing it in dtype T.
+template <class T>
+FUSE_HD compute_t<T> as_stored(compute_t<T> v) {
+  return to_compute<T>(to_storage<T>(canonical<T>(v)));
+}
+
+// ---- the evaluators of row nodes ---------------------------------------------------------------
+
+/// A reduction inside a larger tree: its result for the current row, broadcast along the row.
+template <class T, std::size_t Q>
+struct row_value_eval {
+  using value_type = T;
+  using compute_type = compute_t<T>;
+  static constexpr std::size_t rank = Q;
+  int slot = 0;
+  compute_type value{};
+  FUSE_HD void row(const index_t* x) { value = row_value<Q, compute_type>(x, slot); }
+  FUSE_HD compute_type at(const index_t*) const { return value; }
+  FUSE_HD compute_type get(index_t) const { return value; }
+  template <class L, bool Fast = false>
+  FUSE_HD typename L::template vec<compute_type> load(index_t, int) const {
+    return L::template splat<compute_type>(value);
+  }
+  FUSE_HD bool all_folded() const { return true; }
+  FUSE_HD bool contiguous_row() const { return true; }
+  template <class F>
+  void for_each_leaf(F&&, const index_array<Q>&) const {}
+  void retarget(const index_array<Q>&) {}
+};
+
+/// The vector side of a row evaluator D (rank Q) that has no vector form: its lanes one by one
+/// through its get; it never folds into strides, so no executor transforms its loop.
+template <class D, std::size_t Q>
+struct lanes_by_get {
+  template <class L, bool Fast = false>
+  FUSE_HD auto load(index_t j, int n) const {
+    return bind::load_by_lanes<L>(static_cast<const D&>(*this), j, n);
+  }
+  FUSE_HD bool all_folded() const { return false; }
+  FUSE_HD bool contiguous_row() const { return false; }
+  void retarget(const index_array<Q>&) {}
+};
+
+/// softmax or log_softmax: its input along the row and the row's maximum (value `slot`) and
+/// sum of shifted exponentials (value `slot + 1`).
+template <class Mode, row_op_kind K, class T, class Ev>
+struct softmax_row_eval : lanes_by_get<softmax_row_eval<Mode, K, T, Ev>, Ev::rank> {
+  using value_type = T;
+  using compute_type = compute_t<T>;
+  static constexpr std::size_t rank = Ev::rank;
+  Ev child;
+  int slot = 0;
+  compute_type mx{}, factor{};  ///< the row's maximum; softmax's scale or log_softmax's shift
+
+  FUSE_HD void row(const index_t* x) {
+    child.row(x);
+    mx = row_value<rank, compute_type>(x, slot);
+    const double total = row_value<rank, double>(x, slot + 1);
+    if constexpr (K == row_op_kind::softmax) factor = softmax_scale<compute_type>(total);
+    else factor = log_softmax_shift<compute_type>(mx, total);
+  }
+  FUSE_HD compute_type of(compute_type v) const {
+    if constexpr (K == row_op_kind::softmax) return as_stored<T>(softmax_shifted_exp<Mode>(v, mx) * factor);
+    else return as_stored<T>(v - factor);
+  }
+  FUSE_HD compute_type at(const index_t* x) const { return of(child.at(x)); }
+  FUSE_HD compute_type get(index_t j) const { return of(child.get(j)); }
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<rank>& ext) const {
+    child.for_each_leaf(f, ext);
+  }
+};
+
+/// layer_norm: its input, gamma and beta along the row and the row's mean (value `slot`) and
+/// variance (value `slot + 1`).
+template <class T, class XEv, class GEv, class BEv>
+struct layer_norm_row_eval : lanes_by_get<layer_norm_row_eval<T, XEv, GEv, BEv>, XEv::rank> {
+  using value_type = T;
+  using compute_type = compute_t<T>;
+  static constexpr std::size_t rank = XEv::rank;
+  XEv x;
+  GEv gamma;
+  BEv beta;
+  int slot = 0;
+  double epsilon = 0;
+  bool scale = true, center = true;
+  double mean = 0, inv = 0;
+
+  FUSE_HD void row(const index_t* c) {
+    x.row(c);
+    gamma.row(c);
+    beta.row(c);
+    mean = row_value<rank, double>(c, slot);
+    inv = layer_norm_inverse_deviation(row_value<rank, double>(c, slot + 1), epsilon);
+  }
+  FUSE_HD compute_type at(const index_t* c) const {
+    return as_stored<T>(layer_norm_value(x.at(c), mean, inv, gamma.at(c), beta.at(c), scale, center));
+  }
+  FUSE_HD compute_type get(index_t j) const {
+    return as_stored<T>(layer_norm_value(x.get(j), mean, inv, gamma.get(j), beta.get(j), scale, center));
+  }
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<rank>& ext) const {
+    x.for_each_leaf(f, ext);
+    gamma.for_each_leaf(f, ext);
+    beta.for_each_leaf(f, ext);
+  }
+};
+
+// ---- what phases reduce ------------------------------------------------------------------------
+
+/// softmax's second phase: exp(x - max) of its input, the row's maximum being value `slot`.
+template <class Mode, class Ev>
+struct shifted_exp_eval {
+  using compute_type = typename Ev::compute_type;
+  static constexpr std::size_t rank = Ev::rank;
+  Ev child;
+  int slot = 0;
+  compute_type mx{};
+  FUSE_HD void row(const index_t* x) {
+    child.row(x);
+    mx = row_value<rank, compute_type>(x, slot);
+  }
+  FUSE_HD compute_type get(index_t j) const { return softmax_shifted_exp<Mode>(child.get(j), mx); }
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<rank>& ext) const {
+    child.for_each_leaf(f, ext);
+  }
+};
+
+/// layer_norm's second phase: (x - mean)^2 in double, the row's mean being value `slot`.
+template <class Ev>
+struct squared_deviation_eval {
+  using compute_type = double;
+  static constexpr std::size_t rank = Ev::rank;
+  Ev child;
+  int slot = 0;
+  double mean = 0;
+  FUSE_HD void row(const index_t* x) {
+    child.row(x);
+    mean = row_value<rank, double>(x, slot);
+  }
+  FUSE_HD double get(index_t j) const {
+    const double d = static_cast<double>(child.get(j)) - mean;
+    return d * d;
+  }
+  template <class F>
+  void for_each_leaf(F&& f, const index_array<rank>& ext) const {
+    child.for_each_leaf(f, ext);
+  }
+};
+
+/// What a phase's combined partial result becomes: the reduction's result as dtype T stores it
+/// (a reduction node), the partial itself (softmax's max and sum), or it divided by the row's
+/// length in double (layer norm's mean and variance).
+enum class phase_result : std::uint8_t { dtype, partial, mean };
+
+/// One value per row: `ev` (bound over the row, rank Q) reduced by kind K in partial type S
+/// over the row's n elements.
+template <reduce_kind K, class S, phase_result F, class T, class Ev>
+struct row_phase {
+  static constexpr reduce_kind kind = K;
+  static constexpr std::size_t rank = Ev::rank;
+  using partial_type = S;
+  using value_type = std::conditional_t<F == phase_result::dtype, compute_t<T>,
+                                        std::conditional_t<F == phase_result::partial, S, double>>;
+  Ev ev;
+  index_t n = 0;
+
+  FUSE_HD value_type finish(S acc) const { return finish(acc, n); }
+  /// The result of `count` elements combined into acc.
+  FUSE_HD value_type finish(S acc, index_t count) const {
+    if constexpr (F == phase_result::dtype) return as_stored<T>(reduce_finish<K, T>(acc, count));
+    else if constexpr (F == phase_result::partial) return acc;
+    else return static_cast<double>(acc) / static_cast<double>(count);
+  }
+};
+
+// ---- the phases of a tree, from its type ---------------------------------------------------------
+
+template <class... P>
+struct type_list {};
+template <class... A, class... B>
+type_list<A..., B...> operator+(type_list<A...>, type_list<B...>);
+
+template <class Phases>
+class row_binder;
+
+/// The evaluator bind() makes of node N over map Map, with row nodes bound by a row_binder.
+template <class Mode, class N, class Map>
+using row_bound_t =
+    decltype(bind::bind<Mode>(std::declval<const N&>(), std::declval<const Map&>(), std::declval<row_binder<void>&>()));
+
+/// The map over the row of a row node's input (rank Rc), from the node's map m: the input's
+/// outer coordinates as m gives the node's, its last one running along the row (x[Q - 1]).
+template <std::size_t Q, std::size_t R, std::size_t Rc>
+bind::affine_map<Q, Rc> row_map(const bind::affine_map<Q, R>& m) {
+  bind::affine_map<Q, Rc> c;
+  for (std::size_t d = 0; d + 1 < Rc; ++d) c.src[d] = m.src[d], c.scale[d] = m.scale[d], c.offset[d] = m.offset[d];
+  c.src[Rc - 1] = static_cast<index_t>(Q - 1);
+  c.scale[Rc - 1] = 1;
+  c.offset[Rc - 1] = 0;
+  return c;
+}
+
+template <class Mode, std::size_t Q, class N, node_kind K = kind_of<N>>
+struct phases_of;
+
+/// The phases of tree N bound over an iteration space of rank Q, in the order bind() meets them.
+template <class Mode, std::size_t Q, class N>
+using phases_of_t = typename phases_of<Mode, Q, std::remove_cvref_t<N>>::type;
+
+template <class Mode, std::size_t Q, class N, std::size_t... I>
+auto children_phases(std::index_sequence<I...>)
+    -> decltype((type_list<>{} + ... + phases_of_t<Mode, Q, child_t<I, N>>{}));
+
+template <class Mode, std::size_t Q, class N, node_kind K>
+struct phases_of {
+  // Every other node: its children's, in bind()'s order (children() order).
+  using type = decltype(children_phases<Mode, Q, N>(std::make_index_sequence<child_count<N>>{}));
+};
+template <class Mode, std::size_t Q, class N>
+struct phases_of<Mode, Q, N, node_kind::take> {
+  // bind() binds the data over its own coordinates: no row can lie along the output's.
+  static_assert(!tree_has<row_node_pred, child_t<0, N>>(),
+                "fuse::cuda::eval: a reduction, softmax or layer norm inside the data of a take does not run on "
+                "CUDA");
+  using type = phases_of_t<Mode, Q, child_t<1, N>>;
+};
+template <class Mode, std::size_t Q, class N>
+struct phases_of<Mode, Q, N, node_kind::reduction> {
+  using C = typename N::child_type;
+  using T = typename N::value_type;
+  using type = decltype(phases_of_t<Mode, Q, C>{} +
+                        type_list<row_phase<N::kind, reduce_partial_t<N::kind, compute_t<T>>, phase_result::dtype, T,
+                                            row_bound_t<Mode, C, bind::affine_map<Q, C::rank>>>>{});
+};
+template <class Mode, std::size_t Q, class N>
+struct phases_of<Mode, Q, N, node_kind::softmax> {
+  using C = typename N::child_type;
+  using T = typename N::value_type;
+  using Ev = row_bound_t<Mode, C, bind::affine_map<Q, C::rank>>;
+  using type =
+      decltype(phases_of_t<Mode, Q, C>{} +
+               type_list<row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, Ev>,
+                         row_phase<reduce_kind::sum, double, phase_result::partial, T, shifted_exp_eval<Mode, Ev>>>{});
+};
+template <class Mode, std::size_t Q, class N>
+struct phases_of<Mode, Q, N, node_kind::layer_norm> {
+  using X = std::remove_cvref_t<decltype(std::declval<const N&>().x)>;
+  using T = typename N::value_type;
+  using Ev = row_bound_t<Mode, X, bind::affine_map<Q, X::rank>>;
+  using type =
+      decltype(phases_of_t<Mode, Q, X>{} +
+               type_list<row_phase<reduce_kind::sum, double, phase_result::mean, T, Ev>,
+                         row_phase<reduce_kind::sum, double, phase_result::mean, T, squared_deviation_eval<Ev>>>{});
+};
+
+template <class L>
+struct phase_tuple;
+template <class... P>
+struct phase_tuple<type_list<P...>> {
+  using type = tuple<P...>;
+};
+/// The kernel parameter's tuple of phases of trees E... over rank Q.
+template <class Mode, std::size_t Q, class... E>
+using phase_tuple_t = typename phase_tuple<decltype((type_list<>{} + ... + phases_of_t<Mode, Q, E>{}))>::type;
+
+/// The evaluator a row node N becomes over an iteration space of rank Q.
+template <class Mode, std::size_t Q, class N, node_kind K = kind_of<N>>
+struct row_eval_of;
+template <class Mode, std::size_t Q, class N>
+struct row_eval_of<Mode, Q, N, node_kind::reduction> {
+  using type = row_value_eval<typename N::value_type, Q>;
+};
+template <class Mode, std::size_t Q, class N>
+struct row_eval_of<Mode, Q, N, node_kind::softmax> {
+  using C = typename N::child_type;
+  using type =
+      softmax_row_eval<Mode, N::kind, typename N::value_type, row_bound_t<Mode, C, bind::affine_map<Q, C::rank>>>;
+};
+template <class Mode, std::size_t Q, class N>
+struct row_eval_of<Mode, Q, N, node_kind::layer_norm> {
+  template <class M>
+  using member = std::remove_cvref_t<M>;
+  using X = member<decltype(std::declval<const N&>().x)>;
+  using G = member<decltype(std::declval<const N&>().gamma)>;
+  using B = member<decltype(std::declval<const N&>().beta)>;
+  using type =
+      layer_norm_row_eval<typename N::value_type, row_bound_t<Mode, X, bind::affine_map<Q, X::rank>>,
+                          row_bound_t<Mode, G, bind::affine_map<Q, 1>>, row_bound_t<Mode, B, bind::affine_map<Q, 1>>>;
+};
+
+// ---- the binder ----------------------------------------------------------------------------------
+
+/// bind()'s context for a row program: row nodes become row evaluators, their phases are stored
+/// in the tuple *phases in the order met. (Phases = void: a binder that only names types.)
+template <class Phases>
+class row_binder {
+ public:
+  explicit row_binder(Phases* phases = nullptr) : phases_(phases) {}
+
+  /// A row node read through map m (iteration rank Q).
+  template <class Mode, std::size_t Q, class N, class Map>
+    requires is_row_node<N>
+  typename row_eval_of<Mode, Q, N>::type leaf_for(const N& n, const Map& m) {
+    static_assert(bind::is_affine_map<Map>::value,
+                  "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape does not run on "
+                  "CUDA yet: reshape its input instead");
+    constexpr node_kind K = kind_of<N>;
+    using T = typename N::value_type;
+    if constexpr (K == node_kind::reduction) {
+      using Child = typename N::child_type;
+      constexpr std::size_t Rc = Child::rank;
+      static_assert(Rc >= 1, "a reduction of a rank-0 tree is the tree itself");
+      for (std::size_t d = 0; d < Rc; ++d)
+        if ((n.reduced[d] != 0) != (d + 1 == Rc))
+          throw error(std::string("fuse::cuda::eval: ") + reduce_name(N::kind) +
+                      " over axes other than the last one alone, inside a larger tree, does not run on CUDA yet");
+      check_rows_apart<Q>(m, Rc - 1, reduce_name(N::kind));
+      auto ev = bind::bind<Mode>(n.child, row_map<Q, N::rank, Rc>(m), *this);
+      const int slot = take_values(1);
+      using P = row_phase<N::kind, reduce_partial_t<N::kind, compute_t<T>>, phase_result::dtype, T, decltype(ev)>;
+      store(slot, P{ev, n.child.shape()[Rc - 1]});
+      return row_value_eval<T, Q>{slot, {}};
+    } else if constexpr (K == node_kind::softmax) {
+      constexpr std::size_t R = N::rank;
+      const char* name = N::kind == row_op_kind::softmax ? "nn.softmax" : "nn.log_softmax";
+      if (n.axis != static_cast<index_t>(R - 1))
+        throw error(std::string("fuse::cuda::eval: ") + name +
+                    " along an axis other than the last does not run on CUDA yet");
+      check_rows_apart<Q>(m, R - 1, name);
+      const int first = next_;
+      auto ev = bind::bind<Mode>(n.child, row_map<Q, R, R>(m), *this);
+      const int slot = take_values(2);
+      using E = decltype(ev);
+      store(slot, row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, E>{ev, n.shape()[R - 1]});
+      store(slot + 1, row_phase<reduce_kind::sum, double, phase_result::partial, T, shifted_exp_eval<Mode, E>>{
+                          {ev, slot, {}}, n.shape()[R - 1]});
+      auto child = replaying(first, slot, [&] { return bind::bind<Mode>(n.child, m, *this); });
+      return {{}, child, slot, {}, {}};
+    } else {
+      constexpr std::size_t R = N::rank;
+      if (n.axis != static_cast<index_t>(R - 1))
+        throw error("fuse::cuda::eval: nn.layer_norm along an axis other than the last does not run on CUDA yet");
+      static_assert(!tree_has<row_node_pred, decltype(n.gamma)>() && !tree_has<row_node_pred, decltype(n.beta)>(),
+                    "fuse::cuda::eval: a reduction, softmax or layer norm inside layer_norm's gamma or beta does not "
+                    "run on CUDA");
+      check_rows_apart<Q>(m, R - 1, "nn.layer_norm");
+      const int first = next_;
+      auto ev = bind::bind<Mode>(n.x, row_map<Q, R, R>(m), *this);
+      const int slot = take_values(2);
+      using E = decltype(ev);
+      const index_t len = n.shape()[R - 1];
+      store(slot, row_phase<reduce_kind::sum, double, phase_result::mean, T, E>{ev, len});
+      store(slot + 1,
+            row_phase<reduce_kind::sum, double, phase_result::mean, T, squared_deviation_eval<E>>{{ev, slot, 0}, len});
+      auto x = replaying(first, slot, [&] { return bind::bind<Mode>(n.x, m, *this); });
+      // gamma and beta are 1-D along the normalised axis: their coordinate is the node's last.
+      bind::affine_map<Q, 1> gm;
+      gm.src[0] = m.src[R - 1], gm.scale[0] = m.scale[R - 1], gm.offset[0] = m.offset[R - 1];
+      auto g = bind::bind<Mode>(n.gamma, gm, *this);
+      auto b = bind::bind<Mode>(n.beta, gm, *this);
+      return {{}, x, g, b, slot, n.epsilon, n.scale, n.center, 0, 0};
+    }
+  }
+
+  /// Nodes with no row form (contractions).
+  template <class N>
+  int materialize(const N&) {
+    static_assert(sizeof(N) == 0, "fuse::cuda::eval: contractions do not run on CUDA yet");
+    return 0;
+  }
+
+  /// Values taken so far (after binding: the number of phases).
+  int values() const { return next_; }
+  /// Whether every phase of the tuple was stored.
+  bool complete() const {
+    if constexpr (std::is_void_v<Phases>) return true;
+    else return next_ == static_cast<int>(Phases::size) && stored_ == (1u << Phases::size) - 1;
+  }
+
+ private:
+  /// Throws unless the node's coordinates before `outer` (its row) stay fixed along the
+  /// iteration's last axis: one group of threads computes a row's values for one output row.
+  template <std::size_t Q, std::size_t R>
+  static void check_rows_apart(const bind::affine_map<Q, R>& m, std::size_t outer, const char* name) {
+    static_assert(Q >= 1, "a row program iterates over rank 1 or more");
+    for (std::size_t d = 0; d < outer && d < R; ++d)
+      if (m.depends(d, Q - 1))
+        throw error(std::string("fuse::cuda::eval: the output's rows run across the rows of ") + name +
+                    " (a transpose of its result?); on CUDA a row node's rows must lie along the output's rows");
+  }
+  int take_values(int count) {
+    const int first = next_;
+    next_ += count;
+    if (next_ > max_row_values)
+      throw error("fuse::cuda::eval: the tree needs more than " + std::to_string(max_row_values) +
+                  " values per row (reductions count 1, softmax and layer norm 2): evaluate part of it first");
+    return first;
+  }
+  /// f() binds the input of the row node whose own values start at `own` a second time, over
+  /// the node's own map: its row nodes take the values already taken (from `first`) again,
+  /// without storing their phases twice.
+  template <class F>
+  auto replaying(int first, int own, F&& f) {
+    const int next = next_;
+    const bool was = replay_;
+    next_ = first;
+    replay_ = true;
+    auto r = f();
+    if (next_ != own) throw error("fuse::cuda::eval: internal error: a row node's input bound differently twice");
+    next_ = next;
+    replay_ = was;
+    return r;
+  }
+  template <class P>
+  void store(int slot, const P& p) {
+    if constexpr (!std::is_void_v<Phases>) {
+      if (replay_) return;
+      bool done = false;
+      [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (
+            [&] {
+              if constexpr (std::is_same_v<std::remove_cvref_t<decltype(fuse::get<I>(*phases_))>, P>)
+                if (static_cast<int>(I) == slot) fuse::get<I>(*phases_) = p, done = true, stored_ |= 1u << I;
+            }(),
+            ...);
+      }(std::make_index_sequence<Phases::size>{});
+      if (!done) throw error("fuse::cuda::eval: internal error: a phase met out of the order of its type");
+    } else {
+      (void)slot, (void)p;
+    }
+  }
+
+  Phases* phases_ = nullptr;
+  int next_ = 0;
+  bool replay_ = false;
+  unsigned stored_ = 0;
+};
+
+}  // namespace fuse::cuda

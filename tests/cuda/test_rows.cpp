@@ -1,0 +1,272 @@
+// Row programs on the CUDA emulator: trees holding reductions over the last axis, softmax,
+// log_softmax and layer_norm, each ONE launch of the row kernel (a warp a row up to 1024
+// elements, a block a row above), under every thread order, against the double reference and
+// against the CPU executor.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include <fuse/cuda.hpp>
+#include <fuse/fuse.hpp>
+#include <fuse/reference.hpp>
+
+#include "support/check.hpp"
+#include "support/random.hpp"
+
+namespace {
+
+using namespace fuse;
+using fuse::test::expect_matches;
+using fuse::test::tolerance;
+
+constexpr cuda::schedule schedules[] = {cuda::schedule::forward, cuda::schedule::reverse, cuda::schedule::shuffled};
+
+/// Bitwise equality of two tensors of one shape (any NaN matches any NaN).
+template <class A>
+bool same_bits(const A& a, const A& b) {
+  using T = typename A::value_type;
+  for (index_t i = 0; i < a.size(); ++i) {
+    const T x = a.data()[i], y = b.data()[i];
+    if constexpr (std::is_floating_point_v<T>)
+      if (x != x && y != y) continue;
+    if (std::memcmp(&x, &y, sizeof(T)) != 0) return false;
+  }
+  return true;
+}
+
+/// e on the emulator under every schedule into a fresh tensor of e's shape (the output filled
+/// with 0xA5 first): one launch of `kernel` each (none when the output is empty), the same bits
+/// under every order. Returns the result.
+template <class T, class E>
+tensor<T, static_cast<int>(E::rank)> run_rows(const E& e, const char* kernel = "row") {
+  constexpr std::size_t R = E::rank;
+  const auto ext = e.shape().array();
+  tensor<T, static_cast<int>(R)> first(ext);
+  for (const auto order : schedules) {
+    tensor<T, static_cast<int>(R)> out(ext);
+    if (out.size()) std::memset(static_cast<void*>(out.data()), 0xA5, sizeof(T) * static_cast<std::size_t>(out.size()));
+    cuda::launch_log log;
+    cuda::eval(out, e, cuda::emulated(order), cuda::log_to(log));
+    REQUIRE(log.size() == (out.size() == 0 ? 0u : 1u));
+    if (log.size() == 1) CHECK(log.launches[0].kernel == kernel);
+    if (order == cuda::schedule::forward) first = out;
+    else CHECK_MESSAGE(same_bits(out, first), "the result depends on the threads' order");
+  }
+  return first;
+}
+
+/// run_rows against the double reference of e, or of `same` (the same function, where e's own
+/// reference, which recomputes nested reductions per element, would take cubic time).
+template <class E, class F = E>
+void check_rows(const E& e, tolerance tol, double ulps, const char* what, const char* kernel = "row",
+                const F* same = nullptr) {
+  INFO(std::string(what));
+  using T = typename E::value_type;
+  const auto got = run_rows<T>(e, kernel);
+  if (same) expect_matches(got, reference(*same), tol, ulps, what);
+  else expect_matches(got, reference(e), tol, ulps, what);
+}
+
+}  // namespace
+
+TEST_CASE("cuda emulated rows: softmax and log_softmax, a warp a row and a block a row, float, double, half") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{33}, index_t{383}, index_t{1023}, index_t{1025}, index_t{3001}}) {
+    CAPTURE(n);
+    auto x = test::random_tensor<float>({3, 4, n}, 100 + static_cast<std::uint64_t>(n), -8, 8);
+    check_rows(softmax(x.view()), {1e-6, 1e-7}, 4, "softmax");
+    check_rows(log_softmax(x.view()), {1e-6, 1e-6}, 4, "log_softmax");
+    // A scaled, masked tree under softmax, a requantize to int8 above it: one kernel.
+    // (an attention mask: 0 where a key is kept, -10000 where it is masked; the first is kept)
+    auto mask = test::random_tensor<float>({1, 1, n}, 7, 0, 1);
+    for (index_t j = 0; j < n; ++j) mask(0, 0, j) = j > 0 && mask(0, 0, j) < 0.3f ? -10000.0f : 0.0f;
+    auto scores = softmax(x.view() * 0.125f + mask.view());
+    check_rows(scores, {1e-6, 1e-7}, 4, "masked softmax");
+    check_rows(cast<std::int8_t>(clip(round(scores * 127.0f), -128.0, 127.0)), {0, 1}, 0, "requantized softmax");
+    auto xd = test::random_tensor<double>({2, n}, 200 + static_cast<std::uint64_t>(n), -30, 30);
+    check_rows(softmax(xd.view()), {1e-14, 1e-300}, 64, "softmax double");
+    auto xh = test::random_tensor<half>({2, n}, 300 + static_cast<std::uint64_t>(n), -4, 4);
+    check_rows(softmax(xh.view()), {2e-3, 1e-7}, 1, "softmax half");
+  }
+}
+
+TEST_CASE("cuda emulated rows: layer_norm, residual + layer_norm, TVM's decomposed layer norm, x - mean") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{64}, index_t{768}, index_t{1025}, index_t{3072}}) {
+    CAPTURE(n);
+    const auto salt = 400 + static_cast<std::uint64_t>(n);
+    auto x = test::random_tensor<float>({5, n}, salt, -3, 3);
+    auto res = test::random_tensor<float>({5, n}, salt + 1, -3, 3);
+    auto gamma = test::random_tensor<float>({n}, salt + 2, 0.5, 1.5);
+    auto beta = test::random_tensor<float>({n}, salt + 3, -1, 1);
+    // layer norm's tolerance: the variance of a row of near-equal values amplifies rounding.
+    const tolerance ln{1e-5, 1e-5};
+    check_rows(layer_norm(x.view(), gamma.view(), beta.view()), ln, 8, "layer_norm");
+    check_rows(layer_norm(x.view() + res.view(), gamma.view(), beta.view(), -1, 1e-12), ln, 8, "residual + layer_norm");
+    check_rows(layer_norm(x.view(), gamma.view(), beta.view(), -1, 1e-5, false, false), ln, 8, "no scale, no center");
+    // The decomposed form TVM's SimplifyInference writes: mean, variance, add, sqrt, divide,
+    // multiply, add.
+    auto m = mean(x.view(), -1, keepdims);
+    auto d = x.view() - m;
+    auto var = mean(d * d, -1, keepdims);
+    const auto fused = layer_norm(x.view(), gamma.view(), beta.view());
+    check_rows(d / sqrt(var + 1e-5f) * gamma.view() + beta.view(), ln, 8, "decomposed layer norm", "row", &fused);
+    check_rows(x.view() - mean(x.view(), -1, keepdims), {1e-6, 1e-6}, 4, "x - mean(x)");
+    // A reduction without keepdims, broadcast back by expand_dims.
+    check_rows(x.view() / expand_dims(max(abs(x.view()), -1), 1), {1e-6, 1e-7}, 2, "x / max |x|");
+  }
+}
+
+TEST_CASE("cuda emulated rows: reductions at the root over trees with row nodes; several outputs; in place") {
+  auto x = test::random_tensor<float>({6, 300}, 11, -5, 5);
+  // The variance at the root: one row_reduce launch holding the mean's phase.
+  auto d = x.view() - mean(x.view(), -1, keepdims);
+  check_rows(mean(d * d, -1), {1e-6, 1e-6}, 8, "variance", "row_reduce");
+  check_rows(sum(softmax(x.view()), -1, keepdims), {1e-6, 1e-6}, 8, "sum of softmax", "row_reduce");
+  check_rows(max(x.view() - max(x.view(), -1, keepdims), -1), {}, 0, "max of x - max", "row_reduce");
+
+  // Two outputs in one kernel, each with its own row nodes.
+  auto gamma = test::random_tensor<float>({300}, 12, 0.5, 1.5);
+  auto beta = test::random_tensor<float>({300}, 13, -1, 1);
+  tensor<float, 2> a({6, 300}), b({6, 300});
+  cuda::launch_log log;
+  cuda::eval(outputs(a, b), softmax(x.view()), layer_norm(x.view(), gamma.view(), beta.view()), cuda::emulated,
+             cuda::log_to(log));
+  CHECK(log.size() == 1);
+  expect_matches(a, reference(softmax(x.view())), {1e-6, 1e-7}, 4, "softmax of two outputs");
+  expect_matches(b, reference(layer_norm(x.view(), gamma.view(), beta.view())), {1e-5, 1e-5}, 8,
+                 "layer_norm of two outputs");
+
+  // In place: a group reads its whole row before writing it.
+  tensor<float, 2> y = x;
+  cuda::eval(y, softmax(y.view()), cuda::emulated(cuda::schedule::shuffled));
+  expect_matches(y, reference(softmax(x.view())), {1e-6, 1e-7}, 4, "softmax in place");
+
+  // A rank-0 output of a tree with a reduction inside: one row of one element.
+  auto v = test::random_tensor<float>({77}, 14, -1, 1);
+  tensor<float, 0> s;
+  cuda::eval(s, sum(v.view()) * 2.0f + 1.0f, cuda::emulated);
+  expect_matches(s, reference(sum(v.view()) * 2.0f + 1.0f), {1e-6, 1e-6}, 2, "rank 0");
+}
+
+TEST_CASE("cuda emulated rows: a warp a row up to 1024 elements, a block a row above; empty rows") {
+  auto small = test::random_tensor<float>({4, 1024}, 21);
+  auto large = test::random_tensor<float>({4, 1025}, 22);
+  auto one = test::random_tensor<float>({3, 1}, 23);
+  cuda::launch_log log;
+  tensor<float, 2> o1({4, 1024}), o2({4, 1025});
+  cuda::eval(o1, softmax(small.view()), cuda::emulated, cuda::log_to(log));
+  cuda::eval(o2, softmax(large.view()), cuda::emulated, cuda::log_to(log));
+  REQUIRE(log.size() == 2);
+  CHECK(log.launches[0].config.grid.x == 1);  // 4 rows, 8 warps a block: one block
+  CHECK(log.launches[1].config.grid.x == 4);  // a block a row
+  check_rows(softmax(one.view()), {}, 0, "rows of one element");
+  // A phase's row longer than the output's: sum over 3000 elements broadcast into 10.
+  auto wide = test::random_tensor<float>({4, 3000}, 24, -1, 1);
+  auto narrow = test::random_tensor<float>({4, 10}, 25, -1, 1);
+  check_rows(narrow.view() + sum(wide.view(), -1, keepdims), {1e-6, 1e-6}, 4, "long phase, short output");
+  // Empty: no rows (no launch); rows of no element (sum over them: 0, written).
+  tensor<float, 2> none({0, 5});
+  check_rows(softmax(none.view()), {}, 0, "no rows");
+  tensor<float, 2> empty_rows({3, 0});
+  tensor<float, 2> r({3, 4});
+  auto q = test::random_tensor<float>({3, 4}, 26);
+  cuda::eval(r, q.view() + sum(empty_rows.view(), -1, keepdims), cuda::emulated);
+  expect_matches(r, q, {}, 0, "plus an empty sum");
+}
+
+TEST_CASE("cuda emulated rows: reductions at the root over any axes: blocks of sub-rows, columns a thread each") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{33}, index_t{300}}) {
+    CAPTURE(n);
+    auto x = test::random_tensor<float>({3, 5, n}, 500 + static_cast<std::uint64_t>(n), -2, 2);
+    const tolerance t{1e-6, 1e-6};
+    // The last axis kept: a column reduction, a thread an output.
+    check_rows(sum(x.view(), 0), t, 2, "sum over the first axis", "row_reduce");
+    check_rows(mean(x.view(), {0, 1}, keepdims), t, 2, "mean over the first two, keepdims", "row_reduce");
+    check_rows(max(x.view(), 1), {}, 0, "max over the middle axis", "row_reduce");
+    // The last axis among the reduced ones: a group walks the block's sub-rows.
+    check_rows(sum(x.view(), {0, 2}), t, 2, "sum over the first and last", "row_reduce");
+    check_rows(min(x.view(), {1}, exclude), {}, 0, "min over all but the middle", "row_reduce");
+    check_rows(prod(x.view() * 0.25f + 1.0f, {0, 2}, keepdims), {1e-5, 1e-6}, 4, "prod keepdims", "row_reduce");
+    check_rows(mean(x.view()), t, 2, "mean over every axis", "row_reduce");
+    // Over a transposed, strided view and a fused tree.
+    auto y = transpose(strided_slice(x.view(), {0, 0, 0}, {3, 5, n}, {1, 2, 1}), {2, 0, 1});
+    check_rows(sum(exp(y), {1, 2}), t, 2, "sum of exp over a transposed view", "row_reduce");
+    auto xi = test::random_tensor<std::int8_t>({4, 6, n}, 600 + static_cast<std::uint64_t>(n), -100, 100);
+    check_rows(sum(xi.view(), 1), {}, 0, "int8 sum over the middle (wraps)", "row_reduce");
+    check_rows(max(xi.view(), {0, 2}), {}, 0, "int8 max", "row_reduce");
+  }
+  // Rank 4: NCHW's global average pool (a block of 17 x 19 a warp), and a block over 1024 (a
+  // block of threads an output).
+  auto img = test::random_tensor<float>({2, 3, 17, 19}, 700, -1, 1);
+  check_rows(mean(img.view(), {2, 3}, keepdims), {1e-6, 1e-6}, 2, "global average pool", "row_reduce");
+  auto big = test::random_tensor<float>({2, 40, 3, 30}, 701, -1, 1);
+  check_rows(sum(big.view(), {1, 3}), {1e-6, 1e-6}, 2, "a block of 1200", "row_reduce");
+  // Empty reduced axes: the identity.
+  tensor<float, 3> hollow({3, 0, 4});
+  check_rows(sum(hollow.view(), {0, 1}), {}, 0, "over an empty axis", "row_reduce");
+  check_rows(max(hollow.view(), 1), {}, 0, "max over an empty axis", "row_reduce");
+  // A tree with a row node under a reduction over other axes: not yet.
+  auto z = test::random_tensor<float>({6, 40}, 702);
+  tensor<float, 1> cols({40});
+  CHECK_THROWS_WITH_AS(cuda::eval(cols, sum(softmax(z.view()), 0), cuda::emulated),
+                       doctest::Contains("other than the last"), error);
+}
+
+TEST_CASE("cuda emulated rows: NaN, infinities and huge values give what the CPU executor gives") {
+  tensor<float, 2> x({6, 40});
+  auto g = test::rng(31);
+  test::fill(x.view(), g, -3, 3);
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  x(0, 3) = nan;                                      // a NaN row: all NaN
+  x(1, 5) = inf;                                      // +inf: NaN where x = inf (inf - inf)
+  for (index_t j = 0; j < 40; ++j) x(2, j) = -inf;    // all -inf
+  x(3, 7) = -inf;                                     // one -inf: probability 0
+  x(4, 0) = 3e38f, x(4, 1) = -3e38f;                  // huge
+  for (index_t j = 0; j < 40; ++j) x(5, j) = 1e-40f;  // subnormal, equal
+  auto gamma = test::random_tensor<float>({40}, 32, 0.5, 1.5);
+  auto beta = test::random_tensor<float>({40}, 33, -1, 1);
+  auto sm = softmax(x.view());
+  auto lsm = log_softmax(x.view());
+  auto ln = layer_norm(x.view(), gamma.view(), beta.view());
+  tensor<float, 2> cpu({6, 40});
+  fuse::eval(cpu, sm);
+  // The CPU and the GPU sum in different orders: equal where a value is special, close elsewhere.
+  expect_matches(run_rows<float>(sm), cpu, {1e-6, 1e-7}, 4, "softmax edges vs CPU");
+  fuse::eval(cpu, lsm);
+  expect_matches(run_rows<float>(lsm), cpu, {1e-6, 1e-6}, 4, "log_softmax edges vs CPU");
+  fuse::eval(cpu, ln);
+  expect_matches(run_rows<float>(ln), cpu, {1e-5, 1e-5}, 8, "layer_norm edges vs CPU");
+  CHECK(std::isnan(run_rows<float>(sm)(0, 0)));
+  CHECK(run_rows<float>(sm)(3, 7) == 0.0f);
+}
+
+TEST_CASE("cuda emulated rows: what does not run is an error") {
+  auto x = test::random_tensor<float>({6, 40}, 41);
+  tensor<float, 2> out({6, 40}), t({40, 6});
+  CHECK_THROWS_WITH_AS(cuda::eval(out, softmax(x.view(), 0), cuda::emulated), doctest::Contains("other than the last"),
+                       error);
+  CHECK_THROWS_WITH_AS(cuda::eval(out, x.view() - mean(x.view(), 0, keepdims), cuda::emulated),
+                       doctest::Contains("other than the last"), error);
+  // The output's rows across the rows of a softmax: a transposed result.
+  CHECK_THROWS_WITH_AS(cuda::eval(t, transpose(softmax(x.view())), cuda::emulated),
+                       doctest::Contains("rows run across"), error);
+  // More than 8 values a row: five softmaxes.
+  auto s = softmax(x.view());
+  CHECK_THROWS_WITH_AS(
+      cuda::eval(out, softmax(x.view() + 1.0f) + softmax(x.view() + 2.0f) + s + softmax(s) + softmax(s * 2.0f),
+                 cuda::emulated),
+      doctest::Contains("more than 8 values"), error);
+  // An output that another group's row reads: rows 0..4 = softmax of rows 1..5 of the same memory.
+  tensor<float, 2> y = x;
+  CHECK_THROWS_AS(cuda::eval(strided_slice(y.view(), {0, 0}, {5, 40}, {1, 1}),
+                             softmax(strided_slice(y.view(), {1, 0}, {6, 40}, {1, 1})), cuda::emulated),
+                  memory_error);
+  // The root reduction's output inside what it reads.
+  tensor<float, 2> z({6, 40});
+  CHECK_THROWS_AS(
+      cuda::eval(strided_slice(z.view(), {0, 0}, {6, 1}, {1, 1}), sum(z.view(), -1, keepdims), cuda::emulated),
+      memory_error);
+}
