@@ -177,6 +177,34 @@ TEST_CASE("cuda emulated rows: a warp a row up to 1024 elements, a block a row a
   expect_matches(r, q, {}, 0, "plus an empty sum");
 }
 
+TEST_CASE("cuda emulated rows: a row node met twice is computed once (TVM's decomposed layer norm)") {
+  auto x = test::random_tensor<float>({5, 96}, 801, -3, 3);
+  auto gamma = test::random_tensor<float>({96}, 802, 0.5, 1.5);
+  auto beta = test::random_tensor<float>({96}, 803, -1, 1);
+  // The passes over each row a launch made (phases computed, then the output).
+  auto passes = [](const auto& e) {
+    tensor<float, 2> out(e.shape().array());
+    cuda::launch_log log;
+    cuda::eval(out, e, cuda::emulated, cuda::log_to(log));
+    REQUIRE(log.size() == 1);
+    return log.launches[0].row_passes;
+  };
+  const auto m = mean(x.view(), -1, keepdims);
+  const auto d = x.view() - m;
+  const auto decomposed = d / sqrt(mean(d * d, -1, keepdims) + 1e-5f) * gamma.view() + beta.view();
+  CHECK(passes(decomposed) == 3);  // mean, variance, output: mean(x), met twice, computed once
+  CHECK(passes(layer_norm(x.view(), gamma.view(), beta.view())) == 3);
+  CHECK(passes(softmax(x.view()) + softmax(x.view())) == 3);
+  CHECK(passes(x.view() - m) == 2);
+  // Equal nodes over other data, or other rows, are not one: both computed.
+  auto y = test::random_tensor<float>({5, 96}, 804, -3, 3);
+  CHECK(passes(softmax(x.view()) + softmax(y.view())) == 5);
+  CHECK(passes(x.view() - mean(x.view(), -1, keepdims) + mean(x.view() * 2.0f, -1, keepdims)) == 3);
+  const auto fused = layer_norm(x.view(), gamma.view(), beta.view());
+  check_rows(decomposed, {1e-5, 1e-5}, 8, "decomposed layer norm, its mean once", "row", &fused);
+  check_rows(softmax(x.view()) * 0.5f + softmax(x.view()) * 0.5f, {1e-6, 1e-7}, 4, "a softmax twice");
+}
+
 TEST_CASE("cuda emulated rows: reductions at the root over any axes: blocks of sub-rows, columns a thread each") {
   for (index_t n : {index_t{1}, index_t{7}, index_t{33}, index_t{300}}) {
     CAPTURE(n);

@@ -273,7 +273,13 @@ void launch_row(const row_params<Q, Phases, Final>& p, const settings& s, const 
     check(cudaGetLastError(), "cuda::eval: the launch of the row kernel", __FILE__, __LINE__);
 #endif
   }
-  if (s.log) s.log->launches.push_back(launch_record{name, cfg, s.emulate});
+  if (s.log) {
+    std::size_t passes = 1;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((passes += fuse::get<I>(p.phases).copy_from < 0), ...);
+    }(std::make_index_sequence<Phases::size>{});
+    s.log->launches.push_back(launch_record{name, cfg, s.emulate, passes});
+  }
 }
 
 /// out = a reduction at the root of an eval, one launch of the row kernel. The tree is read

@@ -75,6 +75,9 @@ struct launch_record {
   std::string kernel;  ///< which body ("elementwise", ...)
   launch_config config;
   bool emulated = false;  ///< run by the host emulator rather than on a GPU
+  /// The row kernel's passes over each row: the phases it computes (a repeated one is copied),
+  /// then the pass that writes (0 for other kernels).
+  std::size_t row_passes = 0;
 };
 
 /// Every launch of the evals that were given this log, in order.

@@ -161,7 +161,11 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
     index_t x[Q + max_row_values] = {};  // the row's coordinates, then its values
     row_coordinates(r, p.extent, x);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      ((x[Q + I] = pack_row_value(phase_value(fuse::get<I>(p.phases), x, lane, G, t.thread.x, blk))), ...);
+      // (a phase that repeats an earlier one copies its value: the same for the whole group)
+      ((x[Q + I] = fuse::get<I>(p.phases).copy_from >= 0
+                       ? row_value<Q, index_t>(x, fuse::get<I>(p.phases).copy_from)
+                       : pack_row_value(phase_value(fuse::get<I>(p.phases), x, lane, G, t.thread.x, blk))),
+       ...);
     }(std::make_index_sequence<Phases::size>{});
     index_t base = 0;
     if constexpr (requires { p.fin.phase; }) {

@@ -37,12 +37,14 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "fuse/bind/bind.hpp"
 #include "fuse/core/dtype.hpp"
 #include "fuse/core/error.hpp"
 #include "fuse/expr/node.hpp"
 #include "fuse/expr/reduce.hpp"
+#include "fuse/expr/same_tree.hpp"
 
 namespace fuse::cuda {
 
@@ -262,6 +264,9 @@ struct row_phase {
                                         std::conditional_t<F == phase_result::partial, S, double>>;
   Ev ev;
   index_t n = 0;
+  /// >= 0: the same value as an earlier phase's (the same node over the same rows, met again:
+  /// TVM's decomposed layer norm reads mean(x) twice), copied instead of computed.
+  int copy_from = -1;
 
   FUSE_HD value_type finish(S acc) const { return finish(acc, n); }
   /// The result of `count` elements combined into acc.
@@ -414,10 +419,13 @@ class row_binder {
           throw error(std::string("fuse::cuda::eval: ") + reduce_name(N::kind) +
                       " over axes other than the last one alone, inside a larger tree, does not run on CUDA yet");
       check_rows_apart<Q>(m, Rc - 1, reduce_name(N::kind));
-      auto ev = bind::bind<Mode>(n.child, row_map<Q, N::rank, Rc>(m), *this);
+      const auto rows = row_map<Q, N::rank, Rc>(m);
+      const int earlier = seen_before(n, rows);
+      auto ev = bind::bind<Mode>(n.child, rows, *this);
       const int slot = take_values(1);
       using P = row_phase<N::kind, reduce_partial_t<N::kind, compute_t<T>>, phase_result::dtype, T, decltype(ev)>;
-      store(slot, P{ev, n.child.shape()[Rc - 1]});
+      store(slot, P{ev, n.child.shape()[Rc - 1], earlier});
+      remember(n, rows, slot);
       return row_value_eval<T, Q>{slot, {}};
     } else if constexpr (K == node_kind::softmax) {
       constexpr std::size_t R = N::rank;
@@ -427,12 +435,16 @@ class row_binder {
                     " along an axis other than the last does not run on CUDA yet");
       check_rows_apart<Q>(m, R - 1, name);
       const int first = next_;
-      auto ev = bind::bind<Mode>(n.child, row_map<Q, R, R>(m), *this);
+      const auto rows = row_map<Q, R, R>(m);
+      const int earlier = seen_before(n, rows);
+      auto ev = bind::bind<Mode>(n.child, rows, *this);
       const int slot = take_values(2);
       using E = decltype(ev);
-      store(slot, row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, E>{ev, n.shape()[R - 1]});
+      store(slot,
+            row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, E>{ev, n.shape()[R - 1], earlier});
       store(slot + 1, row_phase<reduce_kind::sum, double, phase_result::partial, T, shifted_exp_eval<Mode, E>>{
-                          {ev, slot, {}}, n.shape()[R - 1]});
+                          {ev, slot, {}}, n.shape()[R - 1], earlier < 0 ? -1 : earlier + 1});
+      remember(n, rows, slot);
       auto child = replaying(first, slot, [&] { return bind::bind<Mode>(n.child, m, *this); });
       return {{}, child, slot, {}, {}};
     } else {
@@ -444,13 +456,16 @@ class row_binder {
                     "run on CUDA");
       check_rows_apart<Q>(m, R - 1, "nn.layer_norm");
       const int first = next_;
-      auto ev = bind::bind<Mode>(n.x, row_map<Q, R, R>(m), *this);
+      const auto rows = row_map<Q, R, R>(m);
+      const int earlier = seen_before(n, rows);
+      auto ev = bind::bind<Mode>(n.x, rows, *this);
       const int slot = take_values(2);
       using E = decltype(ev);
       const index_t len = n.shape()[R - 1];
-      store(slot, row_phase<reduce_kind::sum, double, phase_result::mean, T, E>{ev, len});
-      store(slot + 1,
-            row_phase<reduce_kind::sum, double, phase_result::mean, T, squared_deviation_eval<E>>{{ev, slot, 0}, len});
+      store(slot, row_phase<reduce_kind::sum, double, phase_result::mean, T, E>{ev, len, earlier});
+      store(slot + 1, row_phase<reduce_kind::sum, double, phase_result::mean, T, squared_deviation_eval<E>>{
+                          {ev, slot, 0}, len, earlier < 0 ? -1 : earlier + 1});
+      remember(n, rows, slot);
       auto x = replaying(first, slot, [&] { return bind::bind<Mode>(n.x, m, *this); });
       // gamma and beta are 1-D along the normalised axis: their coordinate is the node's last.
       bind::affine_map<Q, 1> gm;
@@ -510,6 +525,40 @@ class row_binder {
     replay_ = was;
     return r;
   }
+  /// A row node met before binding: the node, how to compare it with another of its type, the
+  /// rows it was read over (its input's map but the last coordinate), its first value.
+  struct met {
+    const void* node;
+    bool (*same)(const void*, const void*);
+    std::vector<index_t> rows;
+    int slot;
+  };
+  template <std::size_t Q, std::size_t R>
+  static std::vector<index_t> rows_of(const bind::affine_map<Q, R>& rows) {
+    std::vector<index_t> v(3 * (R - 1));
+    for (std::size_t d = 0; d + 1 < R; ++d)
+      v[3 * d] = rows.src[d], v[3 * d + 1] = rows.scale[d], v[3 * d + 2] = rows.offset[d];
+    return v;
+  }
+  template <class N>
+  static bool same_node(const void* a, const void* b) {
+    return same_tree(*static_cast<const N*>(a), *static_cast<const N*>(b));
+  }
+  /// The first value of an equal node met over the same rows, or -1. (Not while replaying:
+  /// the values are then taken again by count.)
+  template <class N, std::size_t Q, std::size_t R>
+  int seen_before(const N& n, const bind::affine_map<Q, R>& rows) const {
+    if (replay_) return -1;
+    const auto r = rows_of(rows);
+    for (const met& e : met_)
+      if (e.same == &same_node<N> && e.rows == r && e.same(e.node, &n)) return e.slot;
+    return -1;
+  }
+  template <class N, std::size_t Q, std::size_t R>
+  void remember(const N& n, const bind::affine_map<Q, R>& rows, int slot) {
+    if (!replay_) met_.push_back(met{&n, &same_node<N>, rows_of(rows), slot});
+  }
+
   template <class P>
   void store(int slot, const P& p) {
     if constexpr (!std::is_void_v<Phases>) {
@@ -530,6 +579,7 @@ class row_binder {
   }
 
   Phases* phases_ = nullptr;
+  std::vector<met> met_;
   int next_ = 0;
   bool replay_ = false;
   unsigned stored_ = 0;

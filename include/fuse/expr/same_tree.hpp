@@ -62,7 +62,7 @@ bool same_op(const Op& a, const Op& b) {
 template <class N>
 bool same_tree(const N& a, const N& b) {
   constexpr node_kind K = kind_of<N>;
-  bool same;
+  bool same = true;  // (set by every kind that reaches the children)
   if constexpr (K == node_kind::leaf) {
     return a.data() == b.data() && a.shape().array() == b.shape().array() && a.strides() == b.strides();
   } else if constexpr (K == node_kind::constant) {
