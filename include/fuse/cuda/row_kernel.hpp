@@ -158,7 +158,9 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
   const index_t step = static_cast<index_t>(t.grid_dim.x) * per_block;
   // r is the same for every thread of a group: their shuffles and barriers match.
   for (index_t r = static_cast<index_t>(t.block.x) * per_block + t.thread.x / G; r < p.rows; r += step) {
-    index_t x[Q + max_row_values] = {};  // the row's coordinates, then its values
+    // The row's coordinates, then its values. (A tree with more phases than max_row_values is
+    // refused by the binder before any launch; the array still has room for all of them.)
+    index_t x[Q + (Phases::size > max_row_values ? Phases::size : max_row_values)] = {};
     row_coordinates(r, p.extent, x);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       // (a phase that repeats an earlier one copies its value: the same for the whole group)
