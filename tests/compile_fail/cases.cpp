@@ -96,6 +96,10 @@ int main() {
   fuse::cuda::eval(fuse::transpose(d), fuse::transpose(dv), fuse::cuda::on(nullptr));
 #elif defined(FUSE_CASE_EMULATOR_READS_DEVICE)
   fuse::cuda::eval(d, dv + 1.0f, fuse::cuda::emulated);
+#elif defined(FUSE_CASE_CUDA_ROW_NODE_RESHAPED)
+  fuse::cuda::eval(d, fuse::reshape(fuse::softmax(fuse::reshape(d, {3, 2})), {2, 3}), fuse::cuda::emulated);
+#elif defined(FUSE_CASE_CUDA_CONTRACTION)
+  fuse::cuda::eval(d, fuse::dense(d, fuse::tensor_view<const float, 2>(d)) + 1.0f, fuse::cuda::emulated);
 #elif defined(FUSE_CASE_DEVICE_VIEW_AS_HOST)
   fuse::tensor_view<const float, 2> hv = dv;  // no conversion between memory spaces
   (void)hv;

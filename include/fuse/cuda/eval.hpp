@@ -456,6 +456,9 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   using M = memory_of_options<Opt...>;
   if constexpr (!detail::in_memory_of_eval<M, O, E>()) {
     return;  // (its assertions said why)
+  } else if constexpr (tree_has<contraction_pred, E>()) {
+    static_assert(!tree_has<contraction_pred, E>(),
+                  "fuse::cuda::eval: contractions (dense, matmul, batch_matmul) do not run on CUDA yet");
   } else if constexpr (kind_of<E> == node_kind::reduction) {
     detail::run_root_reduction<math_mode_t<Opt...>>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
                                                     detail::settings_of(opt...));
@@ -482,7 +485,10 @@ void eval(outputs_t<O...> outs, Args&&... args) {
     constexpr std::size_t Q = std::tuple_element_t<0, std::tuple<O...>>::rank;
     using M = memory_of_options<std::remove_cvref_t<std::tuple_element_t<N + J, std::tuple<Args...>>>...>;
     using Mode = math_mode_t<std::tuple_element_t<N + J, std::tuple<Args...>>...>;
-    if constexpr ((detail::in_memory_of_eval<M, O, std::tuple_element_t<I, decltype(exprs)>>() && ...)) {
+    static_assert(!(tree_has<contraction_pred, std::tuple_element_t<I, decltype(exprs)>>() || ...),
+                  "fuse::cuda::eval: contractions (dense, matmul, batch_matmul) do not run on CUDA yet");
+    if constexpr ((detail::in_memory_of_eval<M, O, std::tuple_element_t<I, decltype(exprs)>>() && ...) &&
+                  !(tree_has<contraction_pred, std::tuple_element_t<I, decltype(exprs)>>() || ...)) {
       auto views =
           std::make_tuple(tensor_view<typename O::element_type, static_cast<int>(Q), M>(std::get<I>(outs.views))...);
       if constexpr ((tree_has<row_node_pred, std::tuple_element_t<I, decltype(exprs)>>() || ...))

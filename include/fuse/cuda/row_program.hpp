@@ -405,12 +405,14 @@ class row_binder {
   template <class Mode, std::size_t Q, class N, class Map>
     requires is_row_node<N>
   typename row_eval_of<Mode, Q, N>::type leaf_for(const N& n, const Map& m) {
-    static_assert(bind::is_affine_map<Map>::value,
-                  "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape does not run on "
-                  "CUDA yet: reshape its input instead");
     constexpr node_kind K = kind_of<N>;
     using T = typename N::value_type;
-    if constexpr (K == node_kind::reduction) {
+    if constexpr (!bind::is_affine_map<Map>::value) {
+      static_assert(bind::is_affine_map<Map>::value,
+                    "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape does not run on "
+                    "CUDA yet: reshape its input instead");
+      return {};  // (nothing more to say: no further errors)
+    } else if constexpr (K == node_kind::reduction) {
       using Child = typename N::child_type;
       constexpr std::size_t Rc = Child::rank;
       static_assert(Rc >= 1, "a reduction of a rank-0 tree is the tree itself");
