@@ -137,27 +137,27 @@ struct bind_context {
 };
 
 #if defined(__CUDACC__)
-/// The row kernel: its body over the device's coordinates and block.
-template <std::size_t Q, class Phases, class Final>
-__global__ void row_kernel(const __grid_constant__ row_params<Q, Phases, Final> p) {
+/// This thread's coordinates from CUDA's built-in variables (every kernel's first step).
+__device__ inline thread_coords device_coords() {
   thread_coords t;
   t.block = {blockIdx.x, blockIdx.y, blockIdx.z};
   t.thread = {threadIdx.x, threadIdx.y, threadIdx.z};
   t.block_dim = {blockDim.x, blockDim.y, blockDim.z};
   t.grid_dim = {gridDim.x, gridDim.y, gridDim.z};
+  return t;
+}
+
+/// The row kernel: its body over the device's coordinates and block.
+template <std::size_t Q, class Phases, class Final>
+__global__ void row_kernel(const __grid_constant__ row_params<Q, Phases, Final> p) {
   device_block blk;
-  row_body(p, t, blk);
+  row_body(p, device_coords(), blk);
 }
 
 /// The kernel: the body over the device's own coordinates.
 template <std::size_t Q, class Outs, class Evs>
 __global__ void elementwise_kernel(const __grid_constant__ elementwise_params<Q, Outs, Evs> p) {
-  thread_coords t;
-  t.block = {blockIdx.x, blockIdx.y, blockIdx.z};
-  t.thread = {threadIdx.x, threadIdx.y, threadIdx.z};
-  t.block_dim = {blockDim.x, blockDim.y, blockDim.z};
-  t.grid_dim = {gridDim.x, gridDim.y, gridDim.z};
-  elementwise_body(p, t);
+  elementwise_body(p, device_coords());
 }
 #endif
 

@@ -104,26 +104,12 @@ FUSE_HD compute_t<T> as_stored(compute_t<T> v) {
 
 // ---- the evaluators of row nodes ---------------------------------------------------------------
 
-/// A reduction inside a larger tree: its result for the current row, broadcast along the row.
+/// A reduction inside a larger tree: its result for the current row, broadcast along the row
+/// (a constant that row() sets: the rest of the protocol is the constant's).
 template <class T, std::size_t Q>
-struct row_value_eval {
-  using value_type = T;
-  using compute_type = compute_t<T>;
-  static constexpr std::size_t rank = Q;
+struct row_value_eval : bind::scalar_eval<T, Q> {
   int slot = 0;
-  compute_type value{};
-  FUSE_HD void row(const index_t* x) { value = row_value<Q, compute_type>(x, slot); }
-  FUSE_HD compute_type at(const index_t*) const { return value; }
-  FUSE_HD compute_type get(index_t) const { return value; }
-  template <class L, bool Fast = false>
-  FUSE_HD typename L::template vec<compute_type> load(index_t, int) const {
-    return L::template splat<compute_type>(value);
-  }
-  FUSE_HD bool all_folded() const { return true; }
-  FUSE_HD bool contiguous_row() const { return true; }
-  template <class F>
-  void for_each_leaf(F&&, const index_array<Q>&) const {}
-  void retarget(const index_array<Q>&) {}
+  FUSE_HD void row(const index_t* x) { this->value = row_value<Q, compute_t<T>>(x, slot); }
 };
 
 /// The vector side of a row evaluator D (rank Q) that has no vector form: its lanes one by one
@@ -428,7 +414,7 @@ class row_binder {
       using P = row_phase<N::kind, reduce_partial_t<N::kind, compute_t<T>>, phase_result::dtype, T, decltype(ev)>;
       store(slot, P{ev, n.child.shape()[Rc - 1], earlier});
       remember(n, rows, slot);
-      return row_value_eval<T, Q>{slot, {}};
+      return row_value_eval<T, Q>{{}, slot};
     } else if constexpr (K == node_kind::softmax) {
       constexpr std::size_t R = N::rank;
       const char* name = N::kind == row_op_kind::softmax ? "nn.softmax" : "nn.log_softmax";
