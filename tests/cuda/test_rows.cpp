@@ -271,11 +271,38 @@ TEST_CASE("cuda emulated rows: NaN, infinities and huge values give what the CPU
   CHECK(run_rows<float>(sm)(3, 7) == 0.0f);
 }
 
+TEST_CASE("cuda emulated rows: softmax, log_softmax and layer_norm at the root along any axis; strided outputs") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{40}, index_t{1100}}) {
+    CAPTURE(n);
+    const auto salt = 900 + static_cast<std::uint64_t>(n);
+    auto x = test::random_tensor<float>({3, n, 5}, salt, -6, 6);
+    check_rows(softmax(x.view(), 1), {1e-6, 1e-7}, 4, "softmax along the middle axis");
+    check_rows(softmax(x.view() * 0.5f + 1.0f, 0), {1e-6, 1e-7}, 4, "softmax of a tree along the first axis");
+    check_rows(log_softmax(x.view(), -2), {1e-6, 1e-6}, 4, "log_softmax along axis -2");
+    auto gamma = test::random_tensor<float>({n}, salt + 1, 0.5, 1.5);
+    auto beta = test::random_tensor<float>({n}, salt + 2, -1, 1);
+    check_rows(layer_norm(x.view(), gamma.view(), beta.view(), 1), {1e-5, 1e-5}, 8, "layer_norm along axis 1");
+    // Into a strided (transposed) output: the same values.
+    auto xt = test::random_tensor<double>({n, 4}, salt + 3, -20, 20);
+    tensor<double, 2> back({4, n});
+    cuda::launch_log log;
+    cuda::eval(transpose(back.view(), {1, 0}), softmax(xt.view(), 0), cuda::emulated(cuda::schedule::shuffled),
+               cuda::log_to(log));
+    CHECK(log.size() == 1);
+    expect_matches(back, reference(transpose(softmax(xt.view(), 0), {1, 0})), {1e-14, 1e-300}, 64,
+                   "softmax along axis 0 into a transposed output");
+  }
+}
+
 TEST_CASE("cuda emulated rows: what does not run is an error") {
   auto x = test::random_tensor<float>({6, 40}, 41);
   tensor<float, 2> out({6, 40}), t({40, 6});
-  CHECK_THROWS_WITH_AS(cuda::eval(out, softmax(x.view(), 0), cuda::emulated), doctest::Contains("other than the last"),
-                       error);
+  // Along another axis inside a tree (at the root it runs: the case above).
+  CHECK_THROWS_WITH_AS(cuda::eval(out, softmax(x.view(), 0) * 2.0f, cuda::emulated),
+                       doctest::Contains("other than the last"), error);
+  auto g6 = test::random_tensor<float>({6}, 42);
+  CHECK_THROWS_WITH_AS(cuda::eval(out, exp(layer_norm(x.view(), g6.view(), g6.view(), 0)), cuda::emulated),
+                       doctest::Contains("other than the last"), error);
   CHECK_THROWS_WITH_AS(cuda::eval(out, x.view() - mean(x.view(), 0, keepdims), cuda::emulated),
                        doctest::Contains("other than the last"), error);
   // The output's rows across the rows of a softmax: a transposed result.

@@ -25,8 +25,11 @@
 // and masked tree with a requantize after it. A reduction at the root of an eval, over any
 // axes, writes one value per output element.
 //
+// Softmax, log_softmax and layer_norm at the root of an eval run along any axis (the output and
+// the input read transposed, that axis last).
+//
 // Not yet (issue 14): a reduction over other axes than the last inside a larger tree (or over
-// a tree with row nodes), row nodes along another axis or read through a reshape,
+// a tree with row nodes), row nodes along another axis inside a tree or read through a reshape,
 // contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside the
 // evaluators.
 #pragma once
@@ -411,6 +414,35 @@ void run_row_program(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>
   launch_row(p, s, "row");
 }
 
+/// out = softmax, log_softmax or layer_norm at the root of an eval, along any axis: along
+/// another axis than the last, the output and the node's input are read transposed, that axis
+/// last (views: they fold into strides and maps), so the row kernel walks it as its rows.
+template <class Mode, std::size_t Q, class T, class M, class N>
+void run_row_root(const tensor_view<T, static_cast<int>(Q), M>& out, const N& n, const settings& s) {
+  if (n.axis == static_cast<index_t>(Q - 1)) {
+    run_row_program<Mode, Q>(std::make_tuple(out), std::tuple<const N&>(n), s);
+    return;
+  }
+  if (!(out.shape().array() == n.shape().array()))
+    throw_shape_error("cuda::eval: the output has shape ", out.shape().array(), " and the expression ",
+                      n.shape().array());
+  index_t perm[Q] = {};
+  index_array<Q> ext{}, stride{};
+  for (std::size_t d = 0, k = 0; d < Q; ++d)
+    if (static_cast<index_t>(d) != n.axis) perm[k++] = static_cast<index_t>(d);
+  perm[Q - 1] = n.axis;
+  for (std::size_t k = 0; k < Q; ++k)
+    ext[k] = n.shape()[static_cast<std::size_t>(perm[k])], stride[k] = out.stride(static_cast<std::size_t>(perm[k]));
+  const tensor_view<T, static_cast<int>(Q), M> out_t(out.data(), dynamic_shape<Q>(ext), stride);
+  auto n_t = [&] {
+    if constexpr (kind_of<N> == node_kind::softmax) return n.with_children(transpose(n.child, perm));
+    else return n.with_children(transpose(n.x, perm), n.gamma, n.beta);
+  }();
+  n_t.shape_ = dynamic_shape<Q>(ext);
+  n_t.axis = static_cast<index_t>(Q - 1);
+  run_row_program<Mode, Q>(std::make_tuple(out_t), std::tuple<const decltype(n_t)&>(n_t), s);
+}
+
 /// exprs into outs (views of one rank Q and one shape) as one kernel.
 template <class Mode, std::size_t Q, class... T, class M, class... E>
 void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs, const std::tuple<E...>& exprs,
@@ -462,6 +494,9 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   } else if constexpr (kind_of<E> == node_kind::reduction) {
     detail::run_root_reduction<math_mode_t<Opt...>>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
                                                     detail::settings_of(opt...));
+  } else if constexpr (kind_of<E> == node_kind::softmax || kind_of<E> == node_kind::layer_norm) {
+    detail::run_row_root<math_mode_t<Opt...>, Q>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
+                                                 detail::settings_of(opt...));
   } else if constexpr (tree_has<row_node_pred, E>()) {
     detail::run_row_program<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q), M>(out)),
                                                     std::tuple<const E&>(expr), detail::settings_of(opt...));
