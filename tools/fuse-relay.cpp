@@ -6,12 +6,14 @@
 //       without data may be given as DIR/meta_relay_Constant_<i>.npy
 //   fuse-relay types MODEL.relay
 //       parses and type-checks the model; prints each definition's signature
-//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [--params FILE] [QNN]
+//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]
 //       writes the header of fused kernels; --report lists each kernel with its ops; --dot
 //       draws the plan (kernels as clusters) for Graphviz; --planner tvm plans TVM v0.19
-//       FuseOps' groups instead of fuse's (the header then runs TVM's grouping)
-//   fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--params FILE] [QNN]
-//       generates the header, compiles it with the project's compiler and flags, runs it on
+//       FuseOps' groups instead of fuse's (the header then runs TVM's grouping); --target cuda
+//       writes a .cuh of fuse::cuda::eval kernels instead (emit.hpp; contractions: not yet)
+//   fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]
+//       generates the header, compiles it with the project's compiler and flags (nvcc for
+//       --target cuda: run on the GPU when there is one, else on the host emulator), runs it on
 //       random inputs and compares with the interpreter; exit 0 only within tolerance
 //   --params FILE: the model's weights (TVM's save_param_dict format or .npz): entries named as
 //       @main's parameters become constants, folded and packed at compile time; entries named
@@ -56,8 +58,8 @@ constexpr const char* usage_text =
     "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [--params FILE] [QNN]\n"
     "  fuse-relay types MODEL.relay\n"
     "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] "
-    "[--params FILE] [QNN]\n"
-    "  fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--params FILE] [QNN]\n"
+    "[--target cpu|cuda] [--params FILE] [QNN]\n"
+    "  fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]\n"
     "--params FILE: weights (TVM save_param_dict or .npz) bound to @main's parameters of those names\n"
     "QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]\n"
     "  (qnn.requantize's \"None\": TVM's RequantizeConfig, default UPWARD and int64)\n";
@@ -129,6 +131,13 @@ pipeline_options pipeline_options_of(const arguments& args) {
   pipeline_options o;
   o.tvm_planner = planner == "tvm";
   return o;
+}
+
+/// The executor of --target: the CPU's (the default) or CUDA's.
+plan_target target_of(const arguments& args) {
+  const std::string t = args.get("--target", "cpu");
+  if (t != "cpu" && t != "cuda") throw usage_error{"--target " + t + ": cpu or cuda"};
+  return t == "cuda" ? plan_target::cuda : plan_target::cpu;
 }
 
 /// A model as every command runs it (pipeline.hpp's load_model), with the weights of --params
@@ -207,10 +216,13 @@ int compile(const arguments& args) {
   for (char c : ns)
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == ':'))
       throw usage_error{"--namespace " + ns + " is not a C++ namespace name"};
-  const plan p = make_plan(m, "main", prepared.planning);
+  plan_options planning = prepared.planning;
+  planning.target = target_of(args);
+  const plan p = make_plan(m, "main", planning);
   // Large constants go to OUT.weights beside the header; the model reads them when constructed
   // (from this absolute path unless given another).
   emit_options eo;
+  eo.target = planning.target;
   eo.weights_path = std::filesystem::absolute(std::filesystem::path(out).replace_extension(".weights")).string();
   emitted e = emit_header(m, p, ns, args.model, eo);
   std::ofstream f(out);
@@ -240,6 +252,11 @@ int check(const arguments& args) {
   opt.cxx = FUSE_RELAY_CXX;
   opt.flags = FUSE_RELAY_CXX_FLAGS;
   opt.run = fuse::tools::run_shell_command;
+  opt.target = target_of(args);
+#if defined(FUSE_RELAY_NVCC) && defined(FUSE_RELAY_NVCC_FLAGS)
+  opt.nvcc = FUSE_RELAY_NVCC;
+  opt.nvcc_flags = FUSE_RELAY_NVCC_FLAGS;
+#endif
   const std::string seed = args.get("--seed", "1");
   char* end = nullptr;
   opt.seed = std::strtoull(seed.c_str(), &end, 10);
@@ -247,9 +264,10 @@ int check(const arguments& args) {
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
   const check_report r = check_model(m, args.model, opt);
   std::filesystem::remove_all(opt.workdir);
-  std::printf("kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s\n",
-              r.kernels, prepared.tvm_kernels.c_str(), r.max_rel_err, 100 * r.differing, 100 * r.live,
-              check_detail::scales_text(r.input_scales).c_str());
+  std::printf(
+      "kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s ran_on=%s\n",
+      r.kernels, prepared.tvm_kernels.c_str(), r.max_rel_err, 100 * r.differing, 100 * r.live,
+      check_detail::scales_text(r.input_scales).c_str(), r.ran_on.empty() ? "-" : r.ran_on.c_str());
   if (r.internal) {
     std::fprintf(stderr, "%s: internal error (please report it): %s", args.model.c_str(), r.detail.c_str());
     return 2;
@@ -279,9 +297,10 @@ int main(int argc, char** argv) {
       return run(arguments(argc, argv, with_qnn_flags({"--inputs", "--outputs", "--function", "--params"})));
     if (cmd == "types") return types(arguments(argc, argv, {}));
     if (cmd == "compile")
-      return compile(
-          arguments(argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner", "--params"})));
-    if (cmd == "check") return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner", "--params"})));
+      return compile(arguments(
+          argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner", "--target", "--params"})));
+    if (cmd == "check")
+      return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner", "--target", "--params"})));
     throw usage_error{"unknown command " + cmd};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "fuse-relay: %s\n%s", e.message.c_str(), usage_text);

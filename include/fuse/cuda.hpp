@@ -4,6 +4,7 @@
 #pragma once
 
 #include "fuse/cuda/eval.hpp"          // IWYU pragma: export
+#include "fuse/cuda/target.hpp"        // IWYU pragma: export
 #include "fuse/expr/broadcast.hpp"     // IWYU pragma: export
 #include "fuse/expr/convert.hpp"       // IWYU pragma: export
 #include "fuse/expr/elementwise.hpp"   // IWYU pragma: export

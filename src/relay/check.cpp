@@ -58,38 +58,43 @@ bool rounds_a_float(const expr* e) {
   return discrete;
 }
 
+/// The C++ element type of a port.
+std::string ctype_of(const type& t) {
+  const dtype x = t.dt;
+  if (x.is_bool()) return "bool";
+  if (x.code == dtype::float_code) return x.bits == 32 ? "float" : x.bits == 64 ? "double" : "fuse::half";
+  if (x.code == dtype::bfloat_code) return "fuse::bfloat16";
+  return std::string(x.is_int() ? "std::int" : "std::uint") + std::to_string(x.bits) + "_t";
+}
+
+/// What both drivers define: load and store of host tensors as .npy files.
+const std::string driver_common =
+    "template <class T, int R>\nfuse::tensor<T, R> load(const std::string& path) {\n"
+    "  const fuse::relay::constant_data c = fuse::relay::npy::read_file(path);\n"
+    "  fuse::index_array<R> s{};\n  for (int k = 0; k < R; ++k) s[k] = c.shape[k];\n"
+    "  fuse::tensor<T, R> t{fuse::dynamic_shape<R>(s)};\n"
+    "  if (c.bytes.size() != sizeof(T) * static_cast<std::size_t>(t.size())) throw fuse::relay::error(path + \": "
+    "size\");\n"
+    "  if (!c.bytes.empty()) std::memcpy(static_cast<void*>(t.data()), c.bytes.data(), c.bytes.size());\n  return "
+    "t;\n}\n\n"
+    "template <class T, int R>\nvoid store(const std::string& path, const fuse::tensor<T, R>& t, fuse::relay::dtype "
+    "dt) {\n"
+    "  fuse::relay::constant_data c;\n  c.dt = dt;\n  for (int k = 0; k < R; ++k) c.shape.push_back(t.shape()[k]);\n"
+    "  c.bytes.resize(sizeof(T) * static_cast<std::size_t>(t.size()));\n"
+    "  if (!c.bytes.empty()) std::memcpy(c.bytes.data(), static_cast<const void*>(t.data()), c.bytes.size());\n"
+    "  fuse::relay::npy::write_file(path, c);\n}\n\n";
+
 std::string driver_source(const emitted& em, const std::string& ns) {
   std::ostringstream d;
   d << "#include \"model.hpp\"\n#include <fuse/relay/npy.hpp>\n#include <cstring>\n#include <string>\n\n"
-    << "template <class T, int R>\nfuse::tensor<T, R> load(const std::string& path) {\n"
-    << "  const fuse::relay::constant_data c = fuse::relay::npy::read_file(path);\n"
-    << "  fuse::index_array<R> s{};\n  for (int k = 0; k < R; ++k) s[k] = c.shape[k];\n"
-    << "  fuse::tensor<T, R> t{fuse::dynamic_shape<R>(s)};\n"
-    << "  if (c.bytes.size() != sizeof(T) * static_cast<std::size_t>(t.size())) throw fuse::relay::error(path + \": "
-       "size\");\n"
-    << "  if (!c.bytes.empty()) std::memcpy(static_cast<void*>(t.data()), c.bytes.data(), c.bytes.size());\n  return "
-       "t;\n}\n\n"
-    << "template <class T, int R>\nvoid store(const std::string& path, const fuse::tensor<T, R>& t, fuse::relay::dtype "
-       "dt) {\n"
-    << "  fuse::relay::constant_data c;\n  c.dt = dt;\n  for (int k = 0; k < R; ++k) c.shape.push_back(t.shape()[k]);\n"
-    << "  c.bytes.resize(sizeof(T) * static_cast<std::size_t>(t.size()));\n"
-    << "  if (!c.bytes.empty()) std::memcpy(c.bytes.data(), static_cast<const void*>(t.data()), c.bytes.size());\n"
-    << "  fuse::relay::npy::write_file(path, c);\n}\n\n"
+    << driver_common
     << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n  try {\n"
     << "    static " << ns << "::model m;\n";
-  auto ctype = [](const type& t) {
-    const dtype x = t.dt;
-    if (x.is_bool()) return std::string("bool");
-    if (x.code == dtype::float_code)
-      return std::string(x.bits == 32 ? "float" : x.bits == 64 ? "double" : "fuse::half");
-    if (x.code == dtype::bfloat_code) return std::string("fuse::bfloat16");
-    return std::string(x.is_int() ? "std::int" : "std::uint") + std::to_string(x.bits) + "_t";
-  };
   for (std::size_t i = 0; i < em.inputs.size(); ++i)
-    d << "    auto in" << i << " = load<" << ctype(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size()
+    d << "    auto in" << i << " = load<" << ctype_of(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size()
       << ">(dir + \"/in" << i << ".npy\");\n";
   for (std::size_t o = 0; o < em.outputs.size(); ++o) {
-    d << "    fuse::tensor<" << ctype(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> out" << o;
+    d << "    fuse::tensor<" << ctype_of(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> out" << o;
     if (!em.outputs[o].t.shape.empty()) d << "(" << emit_detail::int_list(em.outputs[o].t.shape) << ")";
     d << ";\n";
   }
@@ -104,6 +109,57 @@ std::string driver_source(const emitted& em, const std::string& ns) {
       << int(x.bits) << ", " << int(x.lanes) << "});\n";
   }
   d << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  "
+       "return 0;\n}\n";
+  return d.str();
+}
+
+/// The driver of a CUDA header: on the GPU when the machine has one (inputs uploaded, outputs
+/// copied back), else on the host emulator; writes where it ran to ran_on.txt.
+std::string cuda_driver_source(const emitted& em, const std::string& ns) {
+  std::ostringstream d;
+  d << "#include \"model.cuh\"\n#include <fuse/relay/npy.hpp>\n#include <cstdio>\n#include <cstring>\n"
+    << "#include <fstream>\n#include <string>\n#include <utility>\n\n"
+    << driver_common
+    << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n"
+    << "  try {\n";
+  for (std::size_t i = 0; i < em.inputs.size(); ++i)
+    d << "    auto in" << i << " = load<" << ctype_of(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size()
+      << ">(dir + \"/in" << i << ".npy\");\n";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
+    d << "    fuse::tensor<" << ctype_of(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> out" << o;
+    if (!em.outputs[o].t.shape.empty()) d << "(" << emit_detail::int_list(em.outputs[o].t.shape) << ")";
+    d << ";\n";
+  }
+  d << "    std::string ran_on = \"emulator\";\n    int devices = 0;\n"
+    << "    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {\n"
+    << "      cudaDeviceProp prop{};\n      FUSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));\n"
+    << "      ran_on = std::string(\"gpu \") + prop.name;\n      cudaStream_t s = nullptr;\n"
+    << "      FUSE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));\n      {\n"
+    << "        " << ns << "::model m(s);\n";
+  for (std::size_t i = 0; i < em.inputs.size(); ++i)
+    d << "        auto d_in" << i << " = fuse::cuda::to_device(in" << i << ", s);\n";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o)
+    d << "        fuse::cuda::tensor<" << ctype_of(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> d_out"
+      << o << "(out" << o << ".shape(), s);\n";
+  d << "        m.run(";
+  for (std::size_t i = 0; i < em.inputs.size(); ++i) d << "std::as_const(d_in" << i << ").view(), ";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o) d << "d_out" << o << ".view(), ";
+  d << "s);\n";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o)
+    d << "        fuse::cuda::copy(out" << o << ", d_out" << o << ", fuse::cuda::on(s));\n";
+  d << "        FUSE_CUDA_CHECK(cudaStreamSynchronize(s));\n      }\n"
+    << "      FUSE_CUDA_CHECK(cudaStreamSynchronize(s));\n      FUSE_CUDA_CHECK(cudaStreamDestroy(s));\n"
+    << "    } else {\n      " << ns << "::emulated_model m(nullptr);\n      m.run(";
+  for (std::size_t i = 0; i < em.inputs.size(); ++i) d << "std::as_const(in" << i << ").view(), ";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o) d << "out" << o << ".view(), ";
+  d << "nullptr);\n    }\n";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
+    const dtype x = em.outputs[o].t.dt;
+    d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", "
+      << int(x.bits) << ", " << int(x.lanes) << "});\n";
+  }
+  d << "    std::ofstream(dir + \"/ran_on.txt\") << ran_on;\n"
+    << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  "
        "return 0;\n}\n";
   return d.str();
 }
@@ -168,22 +224,30 @@ check_report check_model(module& m, const std::string& source_name, const check_
     throw error("check_model needs a command runner (check_options::run) to compile and run the generated driver");
   check_report rep;
   std::unordered_set<const expr*> constants_from_inputs;
-  const plan p = make_plan(m, "main", opt.planning);
+  const bool cuda = opt.target == plan_target::cuda;
+  if (cuda && opt.nvcc.empty())
+    throw error("check --target cuda needs nvcc (check_options::nvcc): this build of fuse was configured without it");
+  plan_options planning = opt.planning;
+  planning.target = opt.target;
+  const plan p = make_plan(m, "main", planning);
   const std::filesystem::path dir = std::filesystem::absolute(opt.workdir);
   std::filesystem::create_directories(dir);
   emit_options eo;
   eo.weights_path = (dir / "model.weights").string();
+  eo.target = opt.target;
   emitted em = emit_header(m, p, "fuse_check_model", source_name, eo);
   rep.kernels = em.kernels;
-  std::ofstream(dir / "model.hpp") << em.header;
+  std::ofstream(dir / (cuda ? "model.cuh" : "model.hpp")) << em.header;
   if (em.weights.size() > 0) {
     std::ofstream w(eo.weights_path, std::ios::binary);
     if (!em.weights.write(w)) throw error("cannot write " + eo.weights_path);
   }
-  std::ofstream(dir / "driver.cpp") << driver_source(em, "fuse_check_model");
+  const std::filesystem::path driver = dir / (cuda ? "driver.cu" : "driver.cpp");
+  std::ofstream(driver) << (cuda ? cuda_driver_source(em, "fuse_check_model") : driver_source(em, "fuse_check_model"));
   const std::string exe = (dir / "driver").string();
-  if (opt.run(opt.cxx + " " + opt.flags + " -o " + exe + " " + (dir / "driver.cpp").string(),
-              (dir / "build.log").string()) != 0) {
+  if (opt.run(
+          (cuda ? opt.nvcc + " " + opt.nvcc_flags : opt.cxx + " " + opt.flags) + " -o " + exe + " " + driver.string(),
+          (dir / "build.log").string()) != 0) {
     rep.internal = true;  // a program that type-checks must give a header that compiles
     rep.detail = "the generated header did not compile:\n" + read_text((dir / "build.log").string());
     return rep;
@@ -221,6 +285,7 @@ check_report check_model(module& m, const std::string& source_name, const check_
     rep.detail = "the generated model failed:\n" + read_text((dir / "run.log").string());
     return rep;
   }
+  rep.ran_on = cuda ? read_text((dir / "ran_on.txt").string()) : "cpu";
   const std::vector<value> params(inputs.begin(), inputs.begin() + static_cast<std::ptrdiff_t>(nparams));
   // Outputs that depend on a rounding of a float intermediate (requantized integers, and the
   // floats dequantized from them) are compared with the reference that rounds float32 ops as

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "fuse/relay/attributes.hpp"
 #include "fuse/relay/ops.hpp"
 
 namespace fuse::relay {
@@ -24,6 +26,45 @@ bool is_contraction(const expr* e) { return kernel_of(e) == op_kernel::contracti
 bool is_reduction(const expr* e) { return kernel_of(e) == op_kernel::row_kernel; }
 /// Nodes that pass their input through (no loop of their own).
 bool is_transparent(const expr* e) { return kernel_of(e) == op_kernel::pass_through; }
+
+/// On CUDA, how a row node runs: fused into the tree that reads it (along its last axis, where
+/// the row kernel computes it per row of the output), or only as the root of its own kernel
+/// (fuse/cuda/eval.hpp: a reduction over other axes, softmax or layer norm along another axis).
+enum class cuda_row { none, in_tree, own_kernel };
+cuda_row cuda_row_form(const module& m, const expr* e) {
+  if (!is_reduction(e)) return cuda_row::none;
+  // collapse_sum_like is emitted as a reshape of a sum, which a tree cannot read a row node through.
+  if (is_call_of(e, {"collapse_sum_like"}) || !e->args[0]->checked.is_tensor()) return cuda_row::own_kernel;
+  const auto rank = static_cast<std::int64_t>(e->args[0]->checked.shape.size());
+  if (rank == 0) return cuda_row::own_kernel;
+  std::vector<type> at;
+  for (const expr* a : e->args) at.push_back(a->checked);
+  const op_call c(m, *e, *find_op(e->callee->name), at);
+  if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"}))
+    return c.axis(c.integer("axis"), rank) == rank - 1 ? cuda_row::in_tree : cuda_row::own_kernel;
+  const std::vector<bool> reduced = c.reduced_axes(rank);
+  for (std::int64_t k = 0; k < rank; ++k)
+    if (reduced[static_cast<std::size_t>(k)] != (k == rank - 1)) return cuda_row::own_kernel;
+  return cuda_row::in_tree;
+}
+/// The values per row a row node takes in CUDA's row kernel (fuse/cuda/row_program.hpp): a
+/// reduction its result; softmax its maximum and sum; layer norm its mean and variance.
+int cuda_row_values(const expr* e) { return is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"}) ? 2 : 1; }
+/// The most values per row one CUDA row kernel holds (fuse/cuda/row_program.hpp's max_row_values).
+constexpr int cuda_max_row_values = 8;
+
+/// Whether, on CUDA, a row node read as argument `arg` of call u keeps its rows along u's rows:
+/// u is elementwise (its broadcasts align the last axes), a cast, a bias_add, a broadcast_to, an
+/// annotation, or a row node along the last axis reading it as its data.
+bool cuda_keeps_rows(const module& m, const expr* u, std::size_t arg) {
+  if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op) return false;
+  if (is_transparent(u) || is_call_of(u, {"cast", "nn.bias_add", "broadcast_to"})) return true;
+  if (is_call_of(u, {"broadcast_to_like"})) return arg == 0;
+  if (with_elementwise_op(u->callee->name, [](auto) {})) return true;
+  if (cuda_row_form(m, u) == cuda_row::in_tree)
+    return is_call_of(u, {"variance"}) ? true : arg == 0;  // (layer norm's gamma and beta are read whole)
+  return false;
+}
 
 }  // namespace
 
@@ -96,8 +137,34 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     size[e] = s;
     depth[e] = dp + own;
   };
+  const bool cuda = options.target == plan_target::cuda;
+  // On CUDA: the row values each node's tree holds (a node read twice counts twice: the tree is
+  // bound once per read), to keep a row kernel within its 8.
+  std::unordered_map<const expr*, int> row_values;
+  const auto count_values = [&](const expr* e) {
+    int v = cuda_row_form(m, e) == cuda_row::in_tree ? cuda_row_values(e) : 0;
+    for (const expr* c : e->args)
+      if (!p.materialized.count(c)) v += row_values[c];
+    return row_values[e] = v;
+  };
   for (const expr* e : order) {
     const int own = e->kind == expr_kind::call ? 1 : 0;  // tuples and projections cost nothing
+    if (cuda && is_contraction(e))
+      throw m.error_at(e->at, e->callee->name +
+                                  ": contractions on CUDA: not yet (dense, matmul and batch_matmul run on the CPU: "
+                                  "compile for --target cpu)");
+    if (cuda && e->kind == expr_kind::call) {
+      // Too many row values: store the inputs that hold the most until the tree fits.
+      while (count_values(e) > cuda_max_row_values) {
+        const expr* most = nullptr;
+        for (const expr* c : e->args)
+          if (!p.materialized.count(c) && c->kind == expr_kind::call && (!most || row_values[c] > row_values[most]))
+            most = c;
+        if (!most || row_values[most] == 0) break;  // the node's own values: it is a root, and fits
+        p.materialized.insert(most);
+        stored_depth[most] = depth[most], size[most] = 0, depth[most] = 0;
+      }
+    }
     measure(e, own);
     if (depth[e] > max_tree_depth) {
       // Store the deepest input and measure again.
@@ -112,10 +179,45 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     const int s = size[e];
     const int u = users[e];
     const bool tensor = e->checked.is_tensor();
-    if (tensor && (is_reduction(e) || is_call_of(e, {"nn.batch_matmul"}) || (is_contraction(e) && u > 1) ||
-                   (u > 1 && !is_transparent(e) && s > shared_inline_limit)))
+    // On CUDA a row node along the last axis stays in the tree that reads it (decided below,
+    // once every consumer's kernel is known).
+    const bool row_in_tree = cuda && cuda_row_form(m, e) == cuda_row::in_tree;
+    if (tensor &&
+        ((is_reduction(e) && !row_in_tree) || is_call_of(e, {"nn.batch_matmul"}) || (is_contraction(e) && u > 1) ||
+         (u > 1 && !is_transparent(e) && !row_in_tree && s > shared_inline_limit)))
       p.materialized.insert(e);
     if (p.materialized.count(e)) stored_depth[e] = depth[e], size[e] = 0, depth[e] = 0;
+  }
+
+  if (cuda) {
+    // A row node fused into a tree must keep its rows along the rows of every kernel that
+    // reads it, through every op on the way, and be read by one kernel only (else each would
+    // compute it): otherwise it is stored, the root of its own kernel. Consumers first, so
+    // that the kernels above a node are settled when it is judged.
+    std::unordered_map<const expr*, std::vector<std::pair<const expr*, std::size_t>>> consumers;
+    for (const expr* e : order)
+      for (std::size_t i = 0; i < e->args.size(); ++i) consumers[e->args[i]].emplace_back(e, i);
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const expr* r = *it;
+      if (p.materialized.count(r) || cuda_row_form(m, r) != cuda_row::in_tree) continue;
+      std::unordered_set<const expr*> roots, seen;
+      bool keeps = true;
+      std::vector<const expr*> stack{r};
+      while (keeps && !stack.empty()) {
+        const expr* x = stack.back();
+        stack.pop_back();
+        if (!seen.insert(x).second) continue;
+        for (const auto& [u, arg] : consumers[x]) {
+          if (!cuda_keeps_rows(m, u, arg)) {
+            keeps = false;
+            break;
+          }
+          if (p.materialized.count(u)) roots.insert(u);
+          else stack.push_back(u);
+        }
+      }
+      if (!keeps || roots.size() > 1) p.materialized.insert(r), stored_depth[r] = depth[r];
+    }
   }
 
   std::unordered_map<const expr*, std::size_t> position;
@@ -205,6 +307,23 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     for (const expr* o : outs) total += work(work, o);
     return total;
   };
+  // On CUDA: the row values one pass of a's and b's outputs holds (counted as count_values does).
+  const auto merged_row_values = [&](const kernel& a, const kernel& b) {
+    std::unordered_set<const expr*> outs(a.outputs.begin(), a.outputs.end());
+    outs.insert(b.outputs.begin(), b.outputs.end());
+    std::unordered_map<const expr*, int> memo;
+    const auto values = [&](const auto& self, const expr* x) -> int {
+      if (x->kind == expr_kind::var || x->kind == expr_kind::constant || x->kind == expr_kind::op) return 0;
+      if (p.materialized.count(x) && !outs.count(x)) return 0;
+      if (auto it = memo.find(x); it != memo.end()) return it->second;
+      int v = cuda_row_form(m, x) == cuda_row::in_tree ? cuda_row_values(x) : 0;
+      for (const expr* c : x->args) v += self(self, c);
+      return memo[x] = v;
+    };
+    int total = 0;
+    for (const expr* o : outs) total += values(values, o);
+    return total;
+  };
   for (std::size_t a = 0; options.merge_siblings && a < p.kernels.size(); ++a) {
     kernel& ka = p.kernels[a];
     if (ka.outputs.empty() || !is_tree_kernel(ka)) continue;
@@ -253,6 +372,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
         if (da + db > max_tree_depth) continue;
         if (merged_work(ka, kb) > 2 * (ka.ops.size() + kb.ops.size()) + 16) continue;
       }
+      if (cuda && merged_row_values(ka, kb) > cuda_max_row_values) continue;
       kb.outputs.insert(kb.outputs.begin(), ka.outputs.begin(), ka.outputs.end());
       std::vector<const expr*> ops = ka.ops;
       std::unordered_set<const expr*> in(ops.begin(), ops.end());

@@ -35,6 +35,11 @@ struct check_options {
   std::string workdir;            ///< where the header, driver and .npy files go
   double float_tolerance = 1e-4;  ///< float32/float64 outputs; 16-bit floats: 4 ulps of their dtype, if more
   plan_options planning;          ///< how the header is planned (fuse's planner by default)
+  /// The executor checked: the CPU's (the header compiled with cxx and flags), or CUDA's (the
+  /// .cuh compiled with nvcc and nvcc_flags, run on the GPU when the machine has one, else on
+  /// the host emulator: check_report::ran_on says which).
+  plan_target target = plan_target::cpu;
+  std::string nvcc, nvcc_flags;
   /// Runs `command`, a shell command line (the compiler on the driver; then the driver on the work
   /// directory), with its standard output and error written to the file `log_path`, and returns its
   /// exit status (0: success). check_model throws relay::error when it is empty: there is no default,
@@ -52,6 +57,7 @@ struct check_report {
   bool ok = false;
   bool internal = false;  ///< fuse's fault, not the input's: the generated header did not compile
   std::string detail;     ///< what failed, when it did
+  std::string ran_on;     ///< "cpu", "emulator" or "gpu NAME" (the device's name)
 };
 
 namespace check_detail {

@@ -36,6 +36,9 @@ struct emit_options {
   /// The weights file's path the generated constructor defaults to (the caller writes the file
   /// there); the constructor also takes another.
   std::string weights_path = "model.weights";
+  /// The executor the header is written for: the CPU's (the model above) or CUDA's, planned
+  /// for it (plan_options::target), as `basic_model<Target>` (see emit_header).
+  plan_target target = plan_target::cpu;
 };
 
 /// What the emitter produced besides the text: the model's interface, for tools that drive it.
@@ -66,6 +69,17 @@ std::string int_list(const std::vector<std::int64_t>& v);
 
 /// Writes the header of @main's plan p (see the file comment). Throws relay::error for what
 /// fuse cannot run.
+///
+/// For CUDA (options.target, p planned for it) the header (a .cuh) has the same structure over
+/// a target (fuse/cuda/target.hpp):
+///
+///   template <class Target> struct basic_model {
+///     explicit basic_model(fuse::cuda::stream_t stream);   // constants uploaded once, the arena
+///                                                           // allocated; (stream, weights_path)
+///     void run(inputs..., outputs..., fuse::cuda::stream_t stream);  // one fuse::cuda::eval per
+///   };                                                      // kernel: launches, nothing else
+///   using emulated_model = basic_model<fuse::cuda::emulator>;  // host views, any machine
+///   using model = basic_model<fuse::cuda::gpu>;                 // device views (CUDA runtime)
 emitted emit_header(const module& m, const plan& p, const std::string& ns, const std::string& source_name,
                     const emit_options& options = {});
 

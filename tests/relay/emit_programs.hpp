@@ -1,0 +1,110 @@
+// Programs and a runner the emitter's suites share (test_emit.cpp, the CPU's header;
+// test_cuda_target.cpp, CUDA's): small programs as TVM prints them, one with every op of
+// fuse's table, and `fuse-relay check` run on a program's text.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fuse/expr/ops.hpp>
+
+#include "support/random.hpp"
+
+namespace fuse::test {
+
+// One node returned twice and an input returned as it is: every output must be written.
+inline const char* returned_twice = R"(
+def @main(%x: Tensor[(5, 3), float32]) {
+  %0 = exp(%x);
+  (%0, %0, %x)
+})";
+
+// Integer shifts (TVM's fixed-point requantization): int64 products shifted right with rounding,
+// amounts in and out of range, and a left shift of int8 that wraps.
+inline const char* shifts = R"(
+def @main(%x: Tensor[(7, 17), int32], %s: Tensor[(17), int32], %b: Tensor[(7, 17), int8]) {
+  %0 = cast(%x, dtype="int64");
+  %1 = multiply(%0, 1518500250i64);
+  %2 = add(%1, 1073741824i64);
+  %3 = right_shift(%2, 31i64);
+  %4 = cast(%3, dtype="int32");
+  %5 = right_shift(%x, %s);
+  %6 = left_shift(%b, 3i8);
+  (%4, %5, %6)
+})";
+
+/// One call of every op of fuse's table that Relay has (fuse::ops::relay_elementwise), written
+/// from the table itself: float ops on %f and %g, integer ops on %i and %j, logical ops on
+/// comparisons, a channel operand (nn.prelu's alpha) %h along axis 1, attributes -0.5 then 0.5. So an op added to ops.hpp is checked end to end
+/// (registry, type relation, interpreter, emitter, builder) without a line here.
+inline std::string every_op_program() {
+  std::string body, results;
+  int n = 0;
+  const auto call = [&](std::string text) {
+    body += "  %" + std::to_string(n) + " = " + text + ";\n";
+    results += (n ? ", %" : "%") + std::to_string(n);
+    return "%" + std::to_string(n++);
+  };
+  const std::string c = call("less(%f, %g)"), d = call("greater(%f, 0.25f)");
+  [&]<class... Op>(fuse::ops::op_list<Op...>) {
+    (
+        [&] {
+          if constexpr (fuse::ops::in_relay<Op>) {
+            using K = fuse::ops::rule_kind;
+            std::string args;
+            if constexpr (fuse::ops::has_channel_operand<Op>) args = "%f, %h";  // %h: one value per column
+            else if constexpr (Op::kind == K::where) args = c + ", %f, %g";
+            else if constexpr (Op::kind == K::integer) args = Op::arity == 1 ? "%i" : "%i, %j";
+            else if constexpr (Op::kind == K::logical) args = Op::arity == 1 ? c : c + ", " + d;
+            else args = Op::arity == 1 ? "%f" : "%f, %g";
+            if constexpr (fuse::ops::has_attributes<Op>) {
+              int k = 0;
+              Op op{};
+              Op::attributes(op, [&](fuse::ops::attribute a, double&) {
+                args += std::string(", ") + a.name + (a.integer ? "=1" : k++ ? "=0.5f" : "=-0.5f");
+              });
+            }
+            call(std::string(Op::name) + "(" + args + ")");
+          }
+        }(),
+        ...);
+  }(fuse::ops::relay_elementwise{});
+  return "def @main(%f: Tensor[(7, 17), float32], %g: Tensor[(7, 17), float32], %h: Tensor[(17), float32], "
+         "%i: Tensor[(7, 17), int32], %j: Tensor[(17), int32]) {\n" +
+         body + "  (" + results + ")\n}\n";
+}
+
+#ifdef FUSE_RELAY_TOOL
+struct checked_run {
+  int status;
+  std::string out, err;
+};
+
+/// `fuse-relay check` of `text` (written to NAME.relay) with the suite's seed and `extra` options.
+inline checked_run check_program(const std::string& name, const std::string& text, const std::string& extra = "") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_emit_" + std::to_string(base_seed()) + "_" + name);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / (name + ".relay")) << text;
+  const std::string cmd = std::string(FUSE_RELAY_TOOL) + " check " + (dir / (name + ".relay")).string() + " --seed " +
+                          std::to_string(base_seed() % 1000000) + " " + extra + " > " + (dir / "out.txt").string() +
+                          " 2> " + (dir / "err.txt").string();
+  const int raw = std::system(cmd.c_str());
+  auto read = [&](const char* f) {
+    std::ifstream in(dir / f);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  };
+  checked_run r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read("out.txt"), read("err.txt")};
+  std::filesystem::remove_all(dir);
+  return r;
+}
+#endif
+
+}  // namespace fuse::test

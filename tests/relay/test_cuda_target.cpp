@@ -1,0 +1,299 @@
+// fuse-relay for CUDA (--target cuda): the planner's CUDA rules (a row node along the last axis
+// fused into the tree that reads it, any other one the root of its own kernel, contractions an
+// error), the .cuh's shape, and `check --target cuda` end to end: nvcc compiles the header, the
+// driver runs it on the GPU when the machine has one, else on the host emulator, and the
+// results are compared with the interpreter.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fuse/relay/check.hpp>
+#include <fuse/relay/emit.hpp>
+#include <fuse/relay/metadata.hpp>
+#include <fuse/relay/ops.hpp>
+#include <fuse/relay/parser.hpp>
+#include <fuse/relay/plan.hpp>
+#include <fuse/relay/typecheck.hpp>
+
+#include "relay/emit_programs.hpp"
+#include "relay/model_check.hpp"
+#include "relay/programs.hpp"
+#include "relay/tool.hpp"
+
+using namespace fuse::relay;
+
+namespace {
+
+plan plan_for(module& m, plan_target target) {
+  typecheck(m);
+  plan_options o;
+  o.target = target;
+  return make_plan(m, "main", o);
+}
+
+/// Kernels of text's plan for CUDA and for the CPU.
+struct counts {
+  std::size_t cuda, cpu;
+};
+counts kernels_of(const std::string& text) {
+  module a = parse("cuda.relay", text), b = parse("cpu.relay", text);
+  return {plan_for(a, plan_target::cuda).kernels.size(), plan_for(b, plan_target::cpu).kernels.size()};
+}
+
+// A residual add, TVM's decomposed layer norm (SimplifyInference: mean, variance, add, sqrt,
+// subtract, divide, multiply, add) and a requantized softmax of the result along axis 0.
+const char* decomposed_norm = R"(
+def @main(%x: Tensor[(4, 37), float32], %r: Tensor[(4, 37), float32], %g: Tensor[(37), float32], %b: Tensor[(37), float32]) {
+  %0 = add(%x, %r);
+  %1 = mean(%0, axis=[-1], keepdims=True);
+  %2 = variance(%0, %1, axis=[-1], keepdims=True);
+  %3 = add(%2, 1e-05f);
+  %4 = sqrt(%3);
+  %5 = subtract(%0, %1);
+  %6 = divide(%5, %4);
+  %7 = multiply(%6, %g);
+  %8 = add(%7, %b);
+  %9 = nn.softmax(%8, axis=0);
+  %10 = multiply(%9, 127f);
+  %11 = round(%10);
+  %12 = clip(%11, a_min=-128f, a_max=127f);
+  %13 = cast(%12, dtype="int8");
+  (%8, %13)
+})";
+
+// Attention's scores: scaled, masked (broadcast over heads), softmax, requantized to int8.
+const char* masked_softmax = R"(
+def @main(%s: Tensor[(2, 3, 7, 37), float32], %mask: Tensor[(2, 1, 1, 37), float32]) {
+  %0 = multiply(%s, 0.125f);
+  %1 = add(%0, %mask);
+  %2 = nn.softmax(%1, axis=-1);
+  %3 = multiply(%2, 127f);
+  %4 = round(%3);
+  %5 = clip(%4, a_min=-128f, a_max=127f);
+  cast(%5, dtype="int8")
+})";
+
+// Row nodes CUDA runs only at a kernel's root: along another axis, over several axes, read
+// through a reshape or a transpose, read by two kernels; with the views around them.
+const char* rooted = R"(
+def @main(%x: Tensor[(5, 6, 7), float32], %i: Tensor[(4), int32]) {
+  %0 = nn.log_softmax(%x, axis=1);
+  %1 = exp(%0);
+  %2 = mean(%x, axis=[0], keepdims=True);
+  %3 = subtract(%x, %2);
+  %4 = max(%x, axis=[-1]);
+  %5 = reshape(%4, newshape=[30]);
+  %6 = nn.softmax(%x, axis=-1);
+  %7 = transpose(%6, axes=[0, 2, 1]);
+  %8 = sum(%6, axis=[0, 2]);
+  %9 = variance(%x, %2, axis=[0], keepdims=True, unbiased=True);
+  %10 = take(%5, %i, axis=0, mode="wrap");
+  %11 = (%1, %3);
+  %12 = concatenate(%11, axis=2);
+  %13 = prod(%x);
+  (%12, %5, %7, %8, %9, %10, %13)
+})";
+
+// Five softmaxes into one sum: 10 row values, more than one row kernel holds (8).
+const char* many_rows = R"(
+def @main(%x: Tensor[(3, 50), float32]) {
+  %0 = nn.softmax(%x);
+  %1 = add(%x, 1f);
+  %2 = nn.softmax(%1);
+  %3 = add(%x, 2f);
+  %4 = nn.softmax(%3);
+  %5 = nn.softmax(%0);
+  %6 = multiply(%0, 2f);
+  %7 = nn.softmax(%6);
+  %8 = add(%2, %4);
+  %9 = add(%8, %5);
+  %10 = add(%9, %7);
+  add(%10, %0)
+})";
+
+}  // namespace
+
+TEST_CASE("cuda planner: a row node along the last axis runs inside the tree that reads it") {
+  // x - mean(x): one kernel (the CPU stores the mean first).
+  const counts centred = kernels_of(R"(
+def @main(%x: Tensor[(6, 300), float32]) {
+  %0 = mean(%x, axis=[-1], keepdims=True);
+  subtract(%x, %0)
+})");
+  CHECK(centred.cuda == 1);
+  CHECK(centred.cpu == 2);
+  // The decomposed layer norm is one kernel; the softmax along axis 0 is its own, its requantize
+  // a third (it reads the stored softmax).
+  const counts norm = kernels_of(decomposed_norm);
+  CHECK(norm.cuda == 3);
+  CHECK(norm.cpu == 5);
+  // Scale, mask, softmax and requantize: one kernel.
+  const counts attention = kernels_of(masked_softmax);
+  CHECK(attention.cuda == 1);
+  CHECK(attention.cpu == 2);
+}
+
+TEST_CASE("cuda planner: other row nodes are kernel roots; a row kernel holds at most 8 row values") {
+  module m = parse("rooted.relay", rooted);
+  const plan p = plan_for(m, plan_target::cuda);
+  // Every row node that is not along the last axis alone, or whose rows a reshape or transpose
+  // moves, or that two kernels read, is stored (the root of its kernel).
+  std::size_t rooted_rows = 0;
+  for (const kernel& k : p.kernels)
+    for (const expr* o : k.outputs)
+      if (kernel_of(o) == op_kernel::row_kernel) ++rooted_rows;
+  CHECK(rooted_rows == 7);  // log_softmax, mean, max, softmax, sum, variance, prod
+  for (const kernel& k : p.kernels)
+    for (const expr* op : k.ops)
+      if (kernel_of(op) == op_kernel::row_kernel)
+        CHECK_MESSAGE(std::find(k.outputs.begin(), k.outputs.end(), op) != k.outputs.end(),
+                      op->callee->name << " is inside a tree");
+  module many = parse("many.relay", many_rows);
+  const plan q = plan_for(many, plan_target::cuda);
+  // 12 values in one tree: the sum of the first four softmaxes (8) is stored; the first softmax,
+  // then read by two kernels, is stored too; the last kernel holds 2 + 2 (softmax of twice the
+  // stored first).
+  CHECK(q.kernels.size() == 3);
+}
+
+TEST_CASE("cuda planner and emitter: contractions are an error that names the op") {
+  module m = parse("dense.relay", R"(
+def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {
+  %0 = nn.dense(%x, %w, units=3);
+  nn.softmax(%0)
+})");
+  typecheck(m);
+  plan_options o;
+  o.target = plan_target::cuda;
+  CHECK_THROWS_WITH_AS(make_plan(m, "main", o), doctest::Contains("nn.dense: contractions on CUDA: not yet"), error);
+}
+
+TEST_CASE("cuda emitter: basic_model over a target, constants uploaded once, one fuse::cuda::eval a kernel") {
+  module m = parse("norm.relay", decomposed_norm);
+  const plan p = plan_for(m, plan_target::cuda);
+  emit_options eo;
+  eo.target = plan_target::cuda;
+  const emitted e = emit_header(m, p, "norm", "norm.relay", eo);
+  CHECK(e.kernels == 3);
+  for (const char* part :
+       {"#include <fuse/cuda.hpp>", "template <class Target>\nstruct basic_model {",
+        "explicit basic_model(fuse::cuda::stream_t stream)", "fuse::cuda::stream_t stream) {",
+        "using emulated_model = basic_model<fuse::cuda::emulator>;", "using model = basic_model<fuse::cuda::gpu>;",
+        "fuse::cuda::eval(out0, e8, Target::option(stream));", "Target::finish(stream);"})
+    CHECK_MESSAGE(e.header.find(part) != std::string::npos, part << "\n" << e.header);
+  CHECK(e.header.find("fuse::eval(") == std::string::npos);
+  CHECK(e.header.find("#include <fuse/fuse.hpp>") == std::string::npos);
+}
+
+#ifdef FUSE_RELAY_TOOL
+TEST_CASE("fuse-relay --target cuda: usage and errors") {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_cuda_" + std::to_string(fuse::test::base_seed()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "dense.relay") << R"(
+def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {
+  nn.dense(%x, %w, units=3)
+})";
+  const std::string model = (dir / "dense.relay").string(), out = (dir / "dense.cuh").string();
+  const fuse::test::tool_run bad = fuse::test::run_tool("compile " + model + " -o " + out + " --target gpu");
+  CHECK(bad.status == 2);
+  CHECK(bad.err.find("--target gpu: cpu or cuda") != std::string::npos);
+  const fuse::test::tool_run dense = fuse::test::run_tool("compile " + model + " -o " + out + " --target cuda");
+  CHECK(dense.status == 1);
+  CHECK(dense.err.find("dense.relay:3:3: error: nn.dense: contractions on CUDA: not yet") != std::string::npos);
+  INFO(dense.err);
+  const fuse::test::tool_run cpu = fuse::test::run_tool("compile " + model + " -o " + (dir / "dense.hpp").string());
+  CHECK(cpu.status == 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or the emulator runs it, results match") {
+#if !defined(FUSE_RELAY_NVCC)
+  MESSAGE("skipped: fuse was configured without nvcc");
+#else
+  for (const auto& [name, text] :
+       std::vector<std::pair<std::string, std::string>>{{"decomposed_norm", decomposed_norm},
+                                                        {"masked_softmax", masked_softmax},
+                                                        {"rooted", rooted},
+                                                        {"many_rows", many_rows},
+                                                        {"returned_twice", fuse::test::returned_twice},
+                                                        {"shifts", fuse::test::shifts},
+                                                        {"every_op", fuse::test::every_op_program()}}) {
+    CAPTURE(name);
+    const fuse::test::checked_run r = fuse::test::check_program("cuda_" + name, text, "--target cuda");
+    INFO(r.out << r.err);
+    CHECK(r.status == 0);
+    CHECK(r.out.find("live=0.0%") == std::string::npos);
+    // The GPU where the machine has one, else the emulator: the report says which.
+    const bool ran =
+        r.out.find("ran_on=emulator") != std::string::npos || r.out.find("ran_on=gpu ") != std::string::npos;
+    CHECK(ran);
+    MESSAGE(name << ": " << r.out);
+  }
+#endif
+}
+#endif
+
+TEST_CASE("check --target cuda: constants from the weights file, float16 and bool constants, uploaded once") {
+#if !defined(FUSE_RELAY_NVCC)
+  MESSAGE("skipped: fuse was configured without nvcc");
+#else
+  // meta[relay.Constant][0]: float32 [20, 60] (4800 bytes: the weights file); [1]: float16
+  // [60] and [2]: bool [60] (literals).
+  std::mt19937_64 g(fuse::test::base_seed());
+  std::vector<constant_data> cs = {fuse::test::random_constant(dtype::float32(), {20, 60}, g),
+                                   fuse::test::random_constant(dtype{dtype::float_code, 16, 1}, {60}, g),
+                                   fuse::test::random_constant(dtype::boolean(), {60}, g)};
+  std::string nodes, arrays, refs;
+  for (std::size_t i = 0; i < cs.size(); ++i) {
+    refs += (i ? ", " : "") + std::to_string(3 + i);
+    nodes += R"(, {"type_key": "relay.Constant", "attrs": {"data": ")" + std::to_string(i) + R"(", "span": "0"}})";
+    arrays += (i ? "\", \"" : "") + encode_ndarray_base64(cs[i]);
+  }
+  const std::string meta =
+      R"({"root": 1, "nodes": [{"type_key": ""}, {"type_key": "Map", "keys": ["relay.Constant"], "data": [2]},
+    {"type_key": "Array", "data": [)" +
+      refs + "]}" + nodes + R"(], "b64ndarrays": [")" + arrays + R"("], "attrs": {"tvm_version": "0.19.0"}})";
+  const std::string text = R"(#[version = "0.0.5"]
+def @main(%x: Tensor[(20, 60), float32]) {
+  %0 = add(%x, meta[relay.Constant][0] /* ty=Tensor[(20, 60), float32] */);
+  %1 = cast(meta[relay.Constant][1] /* ty=Tensor[(60), float16] */, dtype="float32");
+  %2 = multiply(%0, %1);
+  %3 = where(meta[relay.Constant][2] /* ty=Tensor[(60), bool] */, %2, %x);
+  nn.log_softmax(%3, axis=-1)
+}
+#[metadata]
+)" + meta;
+  module m = parse("constants.relay", text);
+  typecheck(m);
+  {
+    const plan p = plan_for(m, plan_target::cuda);
+    emit_options eo;
+    eo.target = plan_target::cuda;
+    const emitted e = emit_header(m, p, "constants", "constants.relay", eo);
+    CHECK(e.weights.size() == 1);
+    CHECK(e.inputs.size() == 1);
+    CHECK(e.header.find("file.read(0, h);") != std::string::npos);
+    CHECK(e.header.find("fuse::half::from_bits(data[i])") != std::string::npos);
+    CHECK(e.header.find("h.data()[i] = data[i] != 0;") != std::string::npos);
+  }
+  check_options o = fuse::test::model_check_options("cuda_constants");
+  o.target = plan_target::cuda;
+  o.nvcc = FUSE_RELAY_NVCC;
+  o.nvcc_flags = FUSE_RELAY_NVCC_FLAGS;
+  const check_report r = check_model(m, "constants.relay", o);
+  CHECK_MESSAGE(r.ok, r.detail);
+  CHECK(r.kernels == 1);
+  CHECK((r.ran_on == "emulator" || r.ran_on.rfind("gpu ", 0) == 0));
+  CHECK(r.live > 0.5);
+  MESSAGE("constants: ran_on=" << r.ran_on << " max_rel_err=" << r.max_rel_err);
+  if (r.ok) std::filesystem::remove_all(o.workdir);
+#endif
+}
