@@ -1,11 +1,13 @@
 # fuse_relay_generate(TARGET tgt RELAY model.relay NAMESPACE ns [HEADER name.hpp]
-#                     [OPTIONS --qnn-rounding TONEAREST --planner tvm ...])
+#                     [OPTIONS --qnn-rounding TONEAREST --planner tvm --target cuda ...])
 #
 # Generates, at build time, the header of fused kernels of a Relay model (`fuse-relay compile`)
-# and adds it to the target: `#include "<HEADER>"` (default: the model's file name with .hpp),
-# then `ns::model m; m(inputs..., outputs...);`. The header is rebuilt when the model or the
-# frontend changes. OPTIONS are passed to `fuse-relay compile` as they are (--planner,
-# --qnn-rounding, --qnn-compute-dtype). Needs the `fuse-relay` target (FUSE_BUILD_TOOLS=ON).
+# and adds it to the target: `#include "<HEADER>"` (default: the model's file name with .hpp, or
+# .cuh with --target cuda), then `ns::model m; m(inputs..., outputs...);` (for CUDA: `ns::model
+# m(stream); m.run(inputs..., outputs..., stream);`, docs/cuda.md). The header is rebuilt when the
+# model or the frontend changes. OPTIONS are passed to `fuse-relay compile` as they are
+# (--planner, --target, --qnn-rounding, --qnn-compute-dtype). Needs the `fuse-relay` target
+# (FUSE_BUILD_TOOLS=ON).
 function(fuse_relay_generate)
   cmake_parse_arguments(FR "" "TARGET;RELAY;NAMESPACE;HEADER" "OPTIONS" ${ARGN})
   foreach(arg TARGET RELAY NAMESPACE)
@@ -22,7 +24,16 @@ function(fuse_relay_generate)
   get_filename_component(relay "${FR_RELAY}" ABSOLUTE BASE_DIR "${CMAKE_CURRENT_SOURCE_DIR}")
   if(NOT FR_HEADER)
     get_filename_component(FR_HEADER "${relay}" NAME_WE)
-    set(FR_HEADER "${FR_HEADER}.hpp")
+    set(_ext .hpp)
+    list(FIND FR_OPTIONS cuda _cuda_at)
+    if(_cuda_at GREATER 0)
+      math(EXPR _before "${_cuda_at} - 1")
+      list(GET FR_OPTIONS ${_before} _option)
+      if(_option STREQUAL "--target")
+        set(_ext .cuh)
+      endif()
+    endif()
+    set(FR_HEADER "${FR_HEADER}${_ext}")
   endif()
   set(dir "${CMAKE_CURRENT_BINARY_DIR}/fuse_relay_generated/${FR_TARGET}")
   set(out "${dir}/${FR_HEADER}")
