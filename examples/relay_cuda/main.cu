@@ -54,7 +54,8 @@ int main() {
   fuse::tensor<std::int8_t, 4> probs_cpu({2, 4, 33, 33});
   fuse::tensor<float, 3> y_cpu({2, 33, 96});
   using namespace fuse;
-  eval(probs_cpu, cast<std::int8_t>(clip(round(softmax(scores.view() * 0.125f + mask.view()) * 127.0f), -128.0, 127.0)));
+  eval(probs_cpu,
+       cast<std::int8_t>(clip(round(softmax(scores.view() * 0.125f + mask.view()) * 127.0f), -128.0, 127.0)));
   eval(y_cpu, layer_norm(x.view() + residual.view(), gamma.view(), beta.view(), -1, 1e-12));
   int differing = 0;
   for (index_t i = 0; i < probs.size(); ++i) differing += probs.data()[i] != probs_cpu.data()[i];
