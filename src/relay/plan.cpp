@@ -27,25 +27,36 @@ bool is_reduction(const expr* e) { return kernel_of(e) == op_kernel::row_kernel;
 /// Nodes that pass their input through (no loop of their own).
 bool is_transparent(const expr* e) { return kernel_of(e) == op_kernel::pass_through; }
 
-/// On CUDA, how a row node runs: fused into the tree that reads it (along its last axis, where
-/// the row kernel computes it per row of the output), or only as the root of its own kernel
-/// (fuse/cuda/eval.hpp: a reduction over other axes, softmax or layer norm along another axis).
+/// On CUDA, how a row node runs: fused into the tree that reads it (the row kernel computes it
+/// per row of the output; a reduction over one axis, softmax or layer norm along any axis), or
+/// only as the root of its own kernel (fuse/cuda/eval.hpp: a reduction over several axes).
 enum class cuda_row { none, in_tree, own_kernel };
-cuda_row cuda_row_form(const module& m, const expr* e) {
-  if (!is_reduction(e)) return cuda_row::none;
-  // collapse_sum_like is emitted as a reshape of a sum, which a tree cannot read a row node through.
-  if (is_call_of(e, {"collapse_sum_like"}) || !e->args[0]->checked.is_tensor()) return cuda_row::own_kernel;
+/// The axis a row node walks (reduces or normalises), of its input; -1 for none.
+std::int64_t cuda_walked_axis(const module& m, const expr* e) {
+  if (!is_reduction(e) || is_call_of(e, {"collapse_sum_like"}) || !e->args[0]->checked.is_tensor()) return -1;
   const auto rank = static_cast<std::int64_t>(e->args[0]->checked.shape.size());
-  if (rank == 0) return cuda_row::own_kernel;
+  if (rank == 0) return -1;
   std::vector<type> at;
   for (const expr* a : e->args) at.push_back(a->checked);
   const op_call c(m, *e, *find_op(e->callee->name), at);
-  if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"}))
-    return c.axis(c.integer("axis"), rank) == rank - 1 ? cuda_row::in_tree : cuda_row::own_kernel;
+  if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"})) return c.axis(c.integer("axis"), rank);
   const std::vector<bool> reduced = c.reduced_axes(rank);
+  std::int64_t axis = -1;
   for (std::int64_t k = 0; k < rank; ++k)
-    if (reduced[static_cast<std::size_t>(k)] != (k == rank - 1)) return cuda_row::own_kernel;
-  return cuda_row::in_tree;
+    if (reduced[static_cast<std::size_t>(k)]) {
+      if (axis >= 0) return -1;  // several
+      axis = k;
+    }
+  return axis;
+}
+cuda_row cuda_row_form(const module& m, const expr* e) {
+  if (!is_reduction(e)) return cuda_row::none;
+  return cuda_walked_axis(m, e) >= 0 ? cuda_row::in_tree : cuda_row::own_kernel;
+}
+/// Whether a row node walks its input's last axis (then its rows lie along the output's rows
+/// wherever the ops above it align last axes: the common case, always one kernel).
+bool cuda_along_last(const module& m, const expr* e) {
+  return cuda_walked_axis(m, e) == static_cast<std::int64_t>(e->args[0]->checked.shape.size()) - 1;
 }
 /// The values per row a row node takes in CUDA's row kernel (fuse/cuda/row_program.hpp): a
 /// reduction its result; softmax its maximum and sum; layer norm its mean and variance.
@@ -55,15 +66,49 @@ constexpr int cuda_max_row_values = 8;
 
 /// Whether, on CUDA, a row node read as argument `arg` of call u keeps its rows along u's rows:
 /// u is elementwise (its broadcasts align the last axes), a cast, a bias_add, a broadcast_to, an
-/// annotation, or a row node along the last axis reading it as its data.
-bool cuda_keeps_rows(const module& m, const expr* u, std::size_t arg) {
+/// annotation, or a row node along the last axis reading it as its data (`along_last`: the row
+/// node below walks its last axis too; one along another axis is never nested).
+bool cuda_keeps_rows(const module& m, const expr* u, std::size_t arg, bool along_last) {
   if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op) return false;
-  if (is_transparent(u) || is_call_of(u, {"cast", "nn.bias_add", "broadcast_to"})) return true;
-  if (is_call_of(u, {"broadcast_to_like"})) return arg == 0;
+  if (is_transparent(u) || is_call_of(u, {"cast", "broadcast_to"})) return true;
+  if (is_call_of(u, {"nn.bias_add", "broadcast_to_like"})) return arg == 0;
   if (with_elementwise_op(u->callee->name, [](auto) {})) return true;
-  if (cuda_row_form(m, u) == cuda_row::in_tree)
+  if (along_last && cuda_row_form(m, u) == cuda_row::in_tree && cuda_along_last(m, u))
     return is_call_of(u, {"variance"}) ? true : arg == 0;  // (layer norm's gamma and beta are read whole)
   return false;
+}
+
+/// On CUDA: the axes of a kernel's output (rank q) along which the other coordinates of the row
+/// nodes in e's tree move (bit k: axis k), each row node's axes aligned with the output's last
+/// ones; the row kernel walks last an axis outside them (fuse/cuda/eval.hpp, run_row_program).
+/// Row nodes inside a reduction's input count only for its own rows (they are not read again by
+/// the output's pass); inside softmax or layer norm they are.
+template <class Stored>
+std::uint64_t cuda_row_axes(const module& m, const expr* e, std::size_t q, const Stored& stored,
+                            std::unordered_map<const expr*, std::uint64_t>& memo, bool root = true) {
+  if (e->kind != expr_kind::call || (!root && stored(e))) return 0;
+  if (auto it = memo.find(e); it != memo.end()) return it->second;  // (a shared node: the same axes)
+  std::uint64_t& mask = memo[e];
+  if (cuda_row_form(m, e) == cuda_row::in_tree) {
+    const std::vector<std::int64_t>& shape = e->checked.shape;
+    const std::int64_t walked = cuda_walked_axis(m, e);
+    const bool kept_rank = shape.size() == e->args[0]->checked.shape.size();
+    for (std::size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] != 1 && !(kept_rank && static_cast<std::int64_t>(d) == walked) && q >= shape.size())
+        mask |= std::uint64_t{1} << (q - shape.size() + d);
+    if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"}))
+      mask |= cuda_row_axes(m, e->args[0], q, stored, memo, false);
+    return mask;
+  }
+  // (an unordered_map's elements stay where they are as it grows: `mask` remains valid)
+  for (const expr* a : e->args) mask |= cuda_row_axes(m, a, q, stored, memo, false);
+  return mask;
+}
+/// Whether some axis of an output of rank q lies outside mask.
+bool cuda_has_free_axis(std::uint64_t mask, std::size_t q) {
+  for (std::size_t k = 0; k < q; ++k)
+    if (!((mask >> k) & 1)) return true;
+  return q == 0;
 }
 
 }  // namespace
@@ -200,6 +245,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const expr* r = *it;
       if (p.materialized.count(r) || cuda_row_form(m, r) != cuda_row::in_tree) continue;
+      const bool along_last = cuda_along_last(m, r);
       std::unordered_set<const expr*> roots, seen;
       bool keeps = true;
       std::vector<const expr*> stack{r};
@@ -208,7 +254,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
         stack.pop_back();
         if (!seen.insert(x).second) continue;
         for (const auto& [u, arg] : consumers[x]) {
-          if (!cuda_keeps_rows(m, u, arg)) {
+          if (!cuda_keeps_rows(m, u, arg, along_last)) {
             keeps = false;
             break;
           }
@@ -217,6 +263,21 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
         }
       }
       if (!keeps || roots.size() > 1) p.materialized.insert(r), stored_depth[r] = depth[r];
+    }
+    // A kernel whose row nodes' rows cover every axis of its output (`mean(x, 0) * mean(x, 1)`)
+    // has no axis to walk last: its row nodes along other axes than their last are stored.
+    const auto stored = [&](const expr* x) { return p.materialized.count(x) > 0; };
+    for (const expr* root : order) {
+      if (!p.materialized.count(root) || root->kind != expr_kind::call || !root->checked.is_tensor()) continue;
+      const std::size_t q = root->checked.shape.size();
+      std::unordered_map<const expr*, std::uint64_t> memo;
+      if (cuda_has_free_axis(cuda_row_axes(m, root, q, stored, memo), q)) continue;
+      walk_post_order(
+          std::vector<const expr*>{root}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
+          [&](const expr* x) {
+            if (x != root && cuda_row_form(m, x) == cuda_row::in_tree && !cuda_along_last(m, x))
+              p.materialized.insert(x), stored_depth[x] = depth[x];
+          });
     }
   }
 
@@ -373,6 +434,20 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
         if (merged_work(ka, kb) > 2 * (ka.ops.size() + kb.ops.size()) + 16) continue;
       }
       if (cuda && merged_row_values(ka, kb) > cuda_max_row_values) continue;
+      if (cuda) {
+        // One iteration for both: some axis must lie outside every output's row axes. (Where b
+        // reads a's outputs the pass reads their trees: their row nodes count too.)
+        const std::size_t q = ka.outputs[0]->checked.shape.size();
+        std::unordered_set<const expr*> outs(ka.outputs.begin(), ka.outputs.end());
+        const auto stored_apart = [&](const expr* x) { return p.materialized.count(x) > 0 && !outs.count(x); };
+        std::uint64_t mask = 0;
+        for (const kernel* k : {&ka, &kb})
+          for (const expr* o : k->outputs) {
+            std::unordered_map<const expr*, std::uint64_t> memo;
+            mask |= cuda_row_axes(m, o, q, stored_apart, memo);
+          }
+        if (!cuda_has_free_axis(mask, q)) continue;
+      }
       kb.outputs.insert(kb.outputs.begin(), ka.outputs.begin(), ka.outputs.end());
       std::vector<const expr*> ops = ka.ops;
       std::unordered_set<const expr*> in(ops.begin(), ops.end());

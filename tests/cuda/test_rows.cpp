@@ -294,20 +294,60 @@ TEST_CASE("cuda emulated rows: softmax, log_softmax and layer_norm at the root a
   }
 }
 
+TEST_CASE("cuda emulated rows: row nodes along any axis inside trees, the iteration's last axis another one") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{300}, index_t{1500}}) {
+    CAPTURE(n);
+    const auto salt = 1300 + static_cast<std::uint64_t>(n);
+    auto x = test::random_tensor<float>({n, 37}, salt, -4, 4);
+    // Column statistics: a thread a column once there are columns enough, else a group.
+    check_rows(x.view() - mean(x.view(), 0, keepdims), {1e-6, 1e-6}, 4, "x - mean(x, 0)");
+    check_rows(x.view() / max(abs(x.view()), 0), {1e-6, 1e-7}, 2, "x / max |x| over axis 0, broadcast");
+    check_rows(softmax(x.view(), 0) * 2.0f + 1.0f, {1e-6, 1e-7}, 4, "softmax along axis 0 in a tree");
+    auto g = test::random_tensor<float>({n}, salt + 1, 0.5, 1.5);
+    auto b = test::random_tensor<float>({n}, salt + 2, -1, 1);
+    check_rows(exp(layer_norm(x.view(), g.view(), b.view(), 0) * 0.5f), {1e-5, 1e-5}, 8, "layer_norm along axis 0");
+    // The middle axis of rank 3, and a transposed softmax (its rows along the output's first axis).
+    auto y = test::random_tensor<double>({3, n, 5}, salt + 3, -9, 9);
+    check_rows(y.view() - sum(y.view(), 1, keepdims) / static_cast<double>(n), {1e-13, 1e-13}, 64, "y - mean(y, 1)");
+    auto t = test::random_tensor<float>({37, n}, salt + 4, -4, 4);
+    check_rows(transpose(softmax(t.view())) + x.view(), {1e-6, 1e-7}, 4, "transpose(softmax(t)) + x");
+    // Several outputs, one of them without row nodes, into a strided output.
+    tensor<float, 2> a({n, 37});
+    tensor<float, 2> wide({n, 74});
+    auto half_of = strided_slice(wide.view(), {0, 0}, {n, 74}, {1, 2});
+    cuda::launch_log log;
+    cuda::eval(outputs(a, half_of), x.view() - mean(x.view(), 0, keepdims), x.view() * 2.0f,
+               cuda::emulated(cuda::schedule::shuffled), cuda::log_to(log));
+    CHECK(log.size() == 1);
+    expect_matches(a, reference(x.view() - mean(x.view(), 0, keepdims)), {1e-6, 1e-6}, 4, "first output");
+    expect_matches(materialize(half_of), reference(x.view() * 2.0f), {0, 0}, 0, "second output");
+  }
+  // Columns enough (1100) for a thread a column.
+  for (index_t n : {index_t{7}, index_t{64}}) {
+    auto x = test::random_tensor<float>({n, 1100}, 1400 + static_cast<std::uint64_t>(n), -4, 4);
+    check_rows(x.view() - mean(x.view(), 0, keepdims), {1e-6, 1e-6}, 4, "x - mean(x, 0), 1100 columns");
+    check_rows(log_softmax(x.view(), 0), {1e-6, 1e-6}, 4, "log_softmax along axis 0, 1100 columns");
+  }
+}
+
 TEST_CASE("cuda emulated rows: what does not run is an error") {
   auto x = test::random_tensor<float>({6, 40}, 41);
   tensor<float, 2> out({6, 40}), t({40, 6});
-  // Along another axis inside a tree (at the root it runs: the case above).
-  CHECK_THROWS_WITH_AS(cuda::eval(out, softmax(x.view(), 0) * 2.0f, cuda::emulated),
-                       doctest::Contains("other than the last"), error);
-  auto g6 = test::random_tensor<float>({6}, 42);
-  CHECK_THROWS_WITH_AS(cuda::eval(out, exp(layer_norm(x.view(), g6.view(), g6.view(), 0)), cuda::emulated),
-                       doctest::Contains("other than the last"), error);
-  CHECK_THROWS_WITH_AS(cuda::eval(out, x.view() - mean(x.view(), 0, keepdims), cuda::emulated),
-                       doctest::Contains("other than the last"), error);
-  // The output's rows across the rows of a softmax: a transposed result.
-  CHECK_THROWS_WITH_AS(cuda::eval(t, transpose(softmax(x.view())), cuda::emulated),
-                       doctest::Contains("rows run across"), error);
+  // Row nodes whose rows lie along different axes of the output: no order of the iteration
+  // keeps both apart.
+  CHECK_THROWS_WITH_AS(
+      cuda::eval(out, mean(x.view(), 0, keepdims) + mean(x.view(), 1, keepdims) * x.view(), cuda::emulated),
+      doctest::Contains("no order of the iteration"), error);
+  CHECK_THROWS_WITH_AS(cuda::eval(out, softmax(x.view(), 0) * softmax(x.view(), 1), cuda::emulated),
+                       doctest::Contains("no order of the iteration"), error);
+  // A reduction over two axes inside a tree.
+  tensor<float, 3> y3({2, 6, 40});
+  CHECK_THROWS_WITH_AS(cuda::eval(y3, y3.view() - mean(y3.view(), {0, 1}, keepdims), cuda::emulated),
+                       doctest::Contains("over several axes"), error);
+  // A root reduction of a tree whose row node's rows run across its reduced axis.
+  tensor<float, 1> r6({6});
+  CHECK_THROWS_WITH_AS(cuda::eval(r6, sum(transpose(softmax(t.view())), -1), cuda::emulated),
+                       doctest::Contains("rows across the reduced axis"), error);
   // More than 8 values a row: five softmaxes.
   auto s = softmax(x.view());
   CHECK_THROWS_WITH_AS(

@@ -105,6 +105,14 @@ inline checked_run check_program(const std::string& name, const std::string& tex
   std::filesystem::remove_all(dir);
   return r;
 }
+
+/// The value after `key=` in fuse-relay check's report line ("" when absent).
+inline std::string report_field(const std::string& out, const std::string& key) {
+  const std::size_t at = out.find(key + "=");
+  if (at == std::string::npos) return "";
+  const std::size_t b = at + key.size() + 1;
+  return out.substr(b, out.find_first_of(" \n", b) - b);
+}
 #endif
 
 }  // namespace fuse::test

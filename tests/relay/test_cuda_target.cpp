@@ -28,6 +28,7 @@
 #include "relay/emit_programs.hpp"
 #include "relay/model_check.hpp"
 #include "relay/programs.hpp"
+#include "relay/seed_programs.hpp"
 #include "relay/tool.hpp"
 
 using namespace fuse::relay;
@@ -132,11 +133,39 @@ def @main(%x: Tensor[(6, 300), float32]) {
 })");
   CHECK(centred.cuda == 1);
   CHECK(centred.cpu == 2);
-  // The decomposed layer norm is one kernel; the softmax along axis 0 is its own, its requantize
-  // a third (it reads the stored softmax).
+  // The decomposed layer norm is one kernel; the softmax along axis 0 with its requantize another
+  // (the row kernel then walks the output's first axis last).
   const counts norm = kernels_of(decomposed_norm);
-  CHECK(norm.cuda == 3);
+  CHECK(norm.cuda == 2);
   CHECK(norm.cpu == 5);
+  // Column statistics inside a tree: one kernel.
+  const counts columns = kernels_of(R"(
+def @main(%x: Tensor[(300, 6), float32]) {
+  %0 = mean(%x, axis=[0], keepdims=True);
+  %1 = subtract(%x, %0);
+  %2 = max(%x, axis=[0]);
+  divide(%1, %2)
+})");
+  CHECK(columns.cuda == 1);
+  CHECK(columns.cpu == 3);
+  // Row nodes along both axes of one output: no axis is left to walk last, so the one along the
+  // first axis is stored.
+  const counts both = kernels_of(R"(
+def @main(%x: Tensor[(30, 6), float32]) {
+  %0 = mean(%x, axis=[0], keepdims=True);
+  %1 = mean(%x, axis=[1], keepdims=True);
+  %2 = multiply(%0, %1);
+  multiply(%2, %x)
+})");
+  CHECK(both.cuda == 2);
+  // A row node along another axis is never nested in another's input (nor holds one).
+  const counts nested = kernels_of(R"(
+def @main(%x: Tensor[(30, 6), float32]) {
+  %0 = mean(%x, axis=[0], keepdims=True);
+  %1 = subtract(%x, %0);
+  nn.softmax(%1)
+})");
+  CHECK(nested.cuda == 2);
   // Scale, mask, softmax and requantize: one kernel.
   const counts attention = kernels_of(masked_softmax);
   CHECK(attention.cuda == 1);
@@ -146,8 +175,9 @@ def @main(%x: Tensor[(6, 300), float32]) {
 TEST_CASE("cuda planner: other row nodes are kernel roots; a row kernel holds at most 8 row values") {
   module m = parse("rooted.relay", rooted);
   const plan p = plan_for(m, plan_target::cuda);
-  // Every row node that is not along the last axis alone, or whose rows a reshape or transpose
-  // moves, or that two kernels read, is stored (the root of its kernel).
+  // Every row node over several axes, or whose rows a reshape, transpose or concatenation moves,
+  // or that two kernels read, or that lies along another axis than its last under another row
+  // node, is stored (the root of its kernel).
   std::size_t rooted_rows = 0;
   for (const kernel& k : p.kernels)
     for (const expr* o : k.outputs)
@@ -242,6 +272,52 @@ TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or th
   }
 #endif
 }
+
+#if defined(FUSE_RELAY_NVCC) && defined(FUSE_SEEDS_DIR)
+// By hand (an nvcc compile each: minutes): `test_relay_e2e -tc='*seeds*cuda*' --no-skip`.
+TEST_CASE("fuse-relay check over the seeds' programs --target cuda: each passes or names what it does not run" *
+          doctest::skip()) {
+  const std::filesystem::path dir = FUSE_SEEDS_DIR;
+  if (!std::filesystem::exists(dir)) {
+    MESSAGE("skipped: no seeds at " << dir.string());
+    return;
+  }
+  std::string table =
+      "| program | kernels (cuda) | kernels (tvm rules) | max error | ran on |\n|---|---:|---:|---|---|\n";
+  int passed = 0, refused = 0;
+  for (const char* seed : {"000", "001"})
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string file = entry.path().filename().string();
+      if (!file.starts_with(seed)) continue;
+      std::string text = fuse::test::read_file(entry.path());
+      if (file.starts_with("001")) text = fuse::test::restore_ty_comments(text);
+      int k = 0;
+      for (const std::string& program : fuse::test::embedded_programs(text)) {
+        const std::string name = std::string(seed) + "_" + std::to_string(k++);
+        CAPTURE(name);
+        const fuse::test::checked_run r = fuse::test::check_program("cuda_seed_" + name, program, "--target cuda");
+        INFO(r.out << r.err);
+        using fuse::test::report_field;
+        if (r.status == 0) {
+          ++passed;
+          table += "| " + name + " | " + report_field(r.out, "kernels") + " | " + report_field(r.out, "tvm_kernels") +
+                   " | " + report_field(r.out, "max_rel_err") + " | " + report_field(r.out, "ran_on") + " |\n";
+        } else {
+          ++refused;
+          CHECK(r.status == 1);
+          const bool named = r.err.find("contractions on CUDA: not yet") != std::string::npos ||
+                             r.err.find("unsupported op ") != std::string::npos;
+          CHECK(named);
+          const std::size_t e = r.err.find(": error: ");
+          table += "| " + name + " | refused: " +
+                   (e == std::string::npos ? r.err : r.err.substr(e + 9, r.err.find_first_of(";(\n", e + 9) - e - 9)) +
+                   " | | | |\n";
+        }
+      }
+    }
+  MESSAGE("seeds on CUDA: " << passed << " pass check, " << refused << " refused\n" << table);
+}
+#endif
 #endif
 
 TEST_CASE("check --target cuda: constants from the weights file, float16 and bool constants, uploaded once") {

@@ -411,15 +411,7 @@ TEST_CASE("fuse-relay check over TVM's corpus: each program passes, or names wha
 #endif
 
 #if defined(FUSE_RELAY_TOOL) && defined(FUSE_SEEDS_DIR)
-namespace {
-/// The value after `key=` in fuse-relay check's report line ("" when absent).
-std::string report_field(const std::string& out, const std::string& key) {
-  const std::size_t at = out.find(key + "=");
-  if (at == std::string::npos) return "";
-  const std::size_t b = at + key.size() + 1;
-  return out.substr(b, out.find_first_of(" \n", b) - b);
-}
-}  // namespace
+using fuse::test::report_field;
 
 // The issue's goal: `fuse-relay check` on every program of the seeds. Each passes, or (seed
 // 001's conv2d examples) names the op fuse does not run. Seed 002's block runs at its own shapes

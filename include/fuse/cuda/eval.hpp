@@ -18,18 +18,19 @@
 // Memory: a real launch reads and writes device views only (fuse::cuda::tensor, fuse::cuda::view;
 // fuse/cuda/memory.hpp), the emulator host memory only; anything else is a named static_assert.
 //
-// A tree that holds row nodes (sum, mean, max, min, prod over the last axis; softmax and
+// A tree that holds row nodes (sum, mean, max, min, prod over one axis; softmax and
 // log_softmax; layer_norm), anywhere in it, is one launch of the row kernel
 // (fuse/cuda/row_kernel.hpp, bound as fuse/cuda/row_program.hpp says): `x - mean(x, -1,
 // keepdims)`, a residual add under a layer norm, TVM's decomposed layer norm, softmax of a scaled
 // and masked tree with a requantize after it. A reduction at the root of an eval, over any
 // axes, writes one value per output element.
 //
-// Softmax, log_softmax and layer_norm at the root of an eval run along any axis (the output and
-// the input read transposed, that axis last).
+// Row nodes may reduce (one axis) or normalise any axis inside a tree (`x - mean(x, 0)`,
+// `softmax(x, 1) * 2`): where their rows would run along the output's last axis the kernel
+// iterates with another axis last (run_row_program).
 //
-// Not yet (issue 14): a reduction over other axes than the last inside a larger tree (or over
-// a tree with row nodes), row nodes along another axis inside a tree or read through a reshape,
+// Not yet (issue 14): a reduction over several axes inside a larger tree (or a root reduction
+// over other axes than the last of a tree with row nodes), row nodes read through a reshape,
 // contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside the
 // evaluators.
 #pragma once
@@ -332,6 +333,10 @@ void run_root_reduction(const tensor_view<T, static_cast<int>(R), M>& out, const
   row_binder<Phases> binder(&p.phases);
   p.fin.phase = Ph{bind::bind<Mode>(child, bind::affine_map<Q, Q>::identity(), binder), ext[Q - 1]};
   if (!binder.complete()) throw error("cuda::eval: internal error: the row program's phases were not all bound");
+  if (binder.rows_across())
+    throw error(std::string("fuse::cuda::eval: ") + reduce_name(K) +
+                " of a tree whose reductions, softmaxes or layer norms have rows across the reduced axis (a "
+                "transpose of one?) does not run on CUDA: evaluate that part first");
   p.fin.out = out.data();
   p.fin.stride = stride;
   p.fin.count = 1;
@@ -360,8 +365,21 @@ void run_root_reduction(const tensor_view<T, static_cast<int>(R), M>& out, const
   launch_row(p, s, "row_reduce");
 }
 
+/// Map m over an iteration whose axis k walks the output's axis perm[k] (inverse: inv).
+template <std::size_t Q, std::size_t R>
+bind::affine_map<Q, R> iterated_by(bind::affine_map<Q, R> m, const index_t* inv) {
+  for (std::size_t d = 0; d < R; ++d)
+    if (m.src[d] >= 0) m.src[d] = inv[m.src[d]];
+  return m;
+}
+
 /// exprs (holding row nodes) into outs (views of one rank Q and one shape) as one launch of the
-/// row kernel; a rank-0 output is iterated as one row of one element.
+/// row kernel; a rank-0 output is iterated as one row of one element. The iteration walks the
+/// output's axes in order, unless a row node's rows would then run along its last axis (`x -
+/// mean(x, 0)`, `softmax(x, 0)`): it then walks last an axis along which no row node's other
+/// coordinates move (the binder says which), the others in order, each group of threads owning
+/// one line of the output along it (a thread each, where that line is strided in every output
+/// and there are rows enough: consecutive threads then write consecutive addresses).
 template <class Mode, std::size_t Q, class... T, class M, class... E>
 void run_row_program(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs, const std::tuple<E...>& exprs,
                      const settings& s) {
@@ -375,72 +393,72 @@ void run_row_program(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>
   using Phases = phase_tuple_t<Mode, Qi, E...>;
   using Outs = tuple<output_slot<T, Qi>...>;
   using Evs = tuple<row_bound_t<Mode, std::remove_cvref_t<E>, bind::affine_map<Qi, std::remove_cvref_t<E>::rank>>...>;
-  row_params<Qi, Phases, row_outputs<Outs, Evs>> p{};
-  row_binder<Phases> binder(&p.phases);
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    // (one at a time, in order: the binder numbers the row values as it meets them)
-    ((fuse::get<I>(p.fin.evs) = bind::bind<Mode>(
-          std::get<I>(exprs),
-          bind::affine_map<Qi, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
-              std::get<I>(exprs).shape().array(), ext),
-          binder)),
-     ...);
-    index_array<Qi> stride[sizeof...(I)] = {};
-    if constexpr (Q > 0) ((stride[I] = std::get<I>(outs).strides()), ...);
-    ((fuse::get<I>(p.fin.outs) = output_slot<T, Qi>{std::get<I>(outs).data(), stride[I]}), ...);
-  }(std::index_sequence_for<E...>{});
-  if (!binder.complete()) throw error("cuda::eval: internal error: the row program's phases were not all bound");
-  p.extent = ext;
-  p.rows = 1;
-  for (std::size_t k = 0; k + 1 < Qi; ++k) p.rows *= ext[k];
-  check_rows(p.rows, "the output");
-  p.row_threads = row_threads_for(longest_row(p, ext[Qi - 1]));
-  // The same rule as the elementwise kernel's, for the leaves of the outputs' trees and of the
-  // phases: a group reads its whole row (every phase) before it writes any of it.
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    small_vector<bind::written_range<Qi>, 8> w;
-    (w.push_back(bind::written_range<Qi>::of(fuse::get<I>(p.fin.outs).data, ext, fuse::get<I>(p.fin.outs).stride)),
-     ...);
-    auto leaves = phase_leaves(p.phases, ext);
-    (fuse::get<I>(p.fin.evs).for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, ext), ...);
-    const auto read_elsewhere = bind::outputs_read_elsewhere(w, leaves, ext, "cuda::eval");
-    for (std::size_t o = 0; o < w.size(); ++o)
-      if (read_elsewhere[o])
-        throw memory_error(
-            "cuda::eval: an output overlaps an input that is read at other addresses (x = transpose(x), a "
-            "shifted slice, a broadcast of itself, another row of a reduction); a CUDA eval allocates no "
-            "temporary: evaluate into another buffer");
-  }(std::index_sequence_for<E...>{});
-  launch_row(p, s, "row");
-}
-
-/// out = softmax, log_softmax or layer_norm at the root of an eval, along any axis: along
-/// another axis than the last, the output and the node's input are read transposed, that axis
-/// last (views: they fold into strides and maps), so the row kernel walks it as its rows.
-template <class Mode, std::size_t Q, class T, class M, class N>
-void run_row_root(const tensor_view<T, static_cast<int>(Q), M>& out, const N& n, const settings& s) {
-  if (n.axis == static_cast<index_t>(Q - 1)) {
-    run_row_program<Mode, Q>(std::make_tuple(out), std::tuple<const N&>(n), s);
+  index_t perm[Qi] = {}, inv[Qi] = {};
+  for (std::size_t k = 0; k < Qi; ++k) perm[k] = inv[k] = static_cast<index_t>(k);
+  for (int attempt = 0;; ++attempt) {
+    index_array<Qi> it{};  // the iteration's extents
+    for (std::size_t k = 0; k < Qi; ++k) it[k] = ext[static_cast<std::size_t>(perm[k])];
+    row_params<Qi, Phases, row_outputs<Outs, Evs>> p{};
+    row_binder<Phases> binder(&p.phases);
+    bool strided = true;  // every output strided along the iteration's last axis
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      // (one at a time, in order: the binder numbers the row values as it meets them)
+      ((fuse::get<I>(p.fin.evs) = bind::bind<Mode>(
+            std::get<I>(exprs),
+            iterated_by(
+                bind::affine_map<Qi, std::remove_cvref_t<std::tuple_element_t<I, std::tuple<E...>>>::rank>::broadcast(
+                    std::get<I>(exprs).shape().array(), ext),
+                inv),
+            binder)),
+       ...);
+      index_array<Qi> stride[sizeof...(I)] = {};
+      if constexpr (Q > 0)
+        for (std::size_t k = 0; k < Q; ++k)
+          ((stride[I][k] = std::get<I>(outs).stride(static_cast<std::size_t>(perm[k]))), ...);
+      ((strided = strided && stride[I][Qi - 1] != 1), ...);
+      ((fuse::get<I>(p.fin.outs) = output_slot<T, Qi>{std::get<I>(outs).data(), stride[I]}), ...);
+    }(std::index_sequence_for<E...>{});
+    if (binder.rows_across()) {
+      // The highest axis no row node's other coordinates move along goes last.
+      std::size_t last = Qi;
+      for (std::size_t k = Qi; k-- > 0 && last == Qi;)
+        if (!((binder.row_axes() >> k) & 1)) last = k;
+      if (attempt > 0 || last == Qi)
+        throw error(
+            "fuse::cuda::eval: the tree's reductions, softmaxes or layer norms need rows along different axes of the "
+            "output (or a transpose of one runs its rows across the output's): no order of the iteration keeps every "
+            "row apart; evaluate part of the tree first");
+      for (std::size_t k = 0, j = 0; k < Qi; ++k)
+        if (k != last) perm[j++] = static_cast<index_t>(k);
+      perm[Qi - 1] = static_cast<index_t>(last);
+      for (std::size_t k = 0; k < Qi; ++k) inv[perm[k]] = static_cast<index_t>(k);
+      continue;
+    }
+    if (!binder.complete()) throw error("cuda::eval: internal error: the row program's phases were not all bound");
+    p.extent = it;
+    p.rows = 1;
+    for (std::size_t k = 0; k + 1 < Qi; ++k) p.rows *= it[k];
+    check_rows(p.rows, "the output");
+    p.row_threads = attempt > 0 && strided && p.rows >= 1024 ? 1 : row_threads_for(longest_row(p, it[Qi - 1]));
+    // The same rule as the elementwise kernel's, for the leaves of the outputs' trees and of the
+    // phases: a group reads its whole row (every phase) before it writes any of it.
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      small_vector<bind::written_range<Qi>, 8> w;
+      (w.push_back(bind::written_range<Qi>::of(fuse::get<I>(p.fin.outs).data, it, fuse::get<I>(p.fin.outs).stride)),
+       ...);
+      auto leaves = phase_leaves(p.phases, it);
+      (fuse::get<I>(p.fin.evs).for_each_leaf([&](const bind::leaf_info& l) { leaves.push_back(l); }, it), ...);
+      const auto read_elsewhere = bind::outputs_read_elsewhere(w, leaves, it, "cuda::eval");
+      for (std::size_t o = 0; o < w.size(); ++o)
+        if (read_elsewhere[o])
+          throw memory_error(
+              "cuda::eval: an output overlaps an input that is read at other addresses (x = transpose(x), a "
+              "shifted slice, a broadcast of itself, another row of a reduction); a CUDA eval allocates no "
+              "temporary: evaluate into another buffer");
+    }(std::index_sequence_for<E...>{});
+    launch_row(p, s, "row");
     return;
   }
-  if (!(out.shape().array() == n.shape().array()))
-    throw_shape_error("cuda::eval: the output has shape ", out.shape().array(), " and the expression ",
-                      n.shape().array());
-  index_t perm[Q] = {};
-  index_array<Q> ext{}, stride{};
-  for (std::size_t d = 0, k = 0; d < Q; ++d)
-    if (static_cast<index_t>(d) != n.axis) perm[k++] = static_cast<index_t>(d);
-  perm[Q - 1] = n.axis;
-  for (std::size_t k = 0; k < Q; ++k)
-    ext[k] = n.shape()[static_cast<std::size_t>(perm[k])], stride[k] = out.stride(static_cast<std::size_t>(perm[k]));
-  const tensor_view<T, static_cast<int>(Q), M> out_t(out.data(), dynamic_shape<Q>(ext), stride);
-  auto n_t = [&] {
-    if constexpr (kind_of<N> == node_kind::softmax) return n.with_children(transpose(n.child, perm));
-    else return n.with_children(transpose(n.x, perm), n.gamma, n.beta);
-  }();
-  n_t.shape_ = dynamic_shape<Q>(ext);
-  n_t.axis = static_cast<index_t>(Q - 1);
-  run_row_program<Mode, Q>(std::make_tuple(out_t), std::tuple<const decltype(n_t)&>(n_t), s);
 }
 
 /// exprs into outs (views of one rank Q and one shape) as one kernel.
@@ -494,9 +512,6 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   } else if constexpr (kind_of<E> == node_kind::reduction) {
     detail::run_root_reduction<math_mode_t<Opt...>>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
                                                     detail::settings_of(opt...));
-  } else if constexpr (kind_of<E> == node_kind::softmax || kind_of<E> == node_kind::layer_norm) {
-    detail::run_row_root<math_mode_t<Opt...>, Q>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
-                                                 detail::settings_of(opt...));
   } else if constexpr (tree_has<row_node_pred, E>()) {
     detail::run_row_program<math_mode_t<Opt...>, Q>(std::make_tuple(tensor_view<T, static_cast<int>(Q), M>(out)),
                                                     std::tuple<const E&>(expr), detail::settings_of(opt...));

@@ -25,9 +25,13 @@
 // The phases' types are known from the tree's type alone (`phase_list`), so a kernel's parameter
 // holds them in a fuse::tuple; the binder fills that tuple in the same order.
 //
-// Limits (errors, not silent): a row node must reduce or normalise its last axis, be read
-// through slices, broadcasts and transposes that keep its rows apart from the output row's last
-// axis (not through a reshape), and at most `max_row_values` values per row.
+// A row node may reduce (one axis) or normalise any axis of its input: its phases walk that
+// axis; its other coordinates must stay fixed along the iteration's last axis (the binder notes
+// where they do not, and the executor then iterates with another axis last: `x - mean(x, 0)`).
+//
+// Limits (errors, not silent): a reduction over several axes inside a tree, a row node read
+// through a reshape, rows that no order of the iteration keeps apart, and more than
+// `max_row_values` values per row.
 #pragma once
 
 #include <cmath>
@@ -278,15 +282,21 @@ template <class Mode, class N, class Map>
 using row_bound_t =
     decltype(bind::bind<Mode>(std::declval<const N&>(), std::declval<const Map&>(), std::declval<row_binder<void>&>()));
 
-/// The map over the row of a row node's input (rank Rc), from the node's map m: the input's
-/// outer coordinates as m gives the node's, its last one running along the row (x[Q - 1]).
+/// The map over the row of a row node's input (rank Rc) along its axis `a`, from the node's map
+/// m (rank R: Rc, or Rc - 1 for a reduction without keepdims): the input's other coordinates as
+/// m gives the node's, coordinate a running along the row (x[Q - 1]).
 template <std::size_t Q, std::size_t R, std::size_t Rc>
-bind::affine_map<Q, Rc> row_map(const bind::affine_map<Q, R>& m) {
+bind::affine_map<Q, Rc> row_map(const bind::affine_map<Q, R>& m, std::size_t a) {
+  static_assert(R == Rc || R + 1 == Rc, "a row node keeps its input's rank, or drops its one reduced axis");
   bind::affine_map<Q, Rc> c;
-  for (std::size_t d = 0; d + 1 < Rc; ++d) c.src[d] = m.src[d], c.scale[d] = m.scale[d], c.offset[d] = m.offset[d];
-  c.src[Rc - 1] = static_cast<index_t>(Q - 1);
-  c.scale[Rc - 1] = 1;
-  c.offset[Rc - 1] = 0;
+  for (std::size_t d = 0; d < Rc; ++d) {
+    if (d == a) {
+      c.src[d] = static_cast<index_t>(Q - 1), c.scale[d] = 1, c.offset[d] = 0;
+    } else {
+      const std::size_t k = R == Rc || d < a ? d : d - 1;  // the node's coordinate
+      c.src[d] = m.src[k], c.scale[d] = m.scale[k], c.offset[d] = m.offset[k];
+    }
+  }
   return c;
 }
 
@@ -402,62 +412,59 @@ class row_binder {
       using Child = typename N::child_type;
       constexpr std::size_t Rc = Child::rank;
       static_assert(Rc >= 1, "a reduction of a rank-0 tree is the tree itself");
+      std::size_t a = Rc, count = 0;
       for (std::size_t d = 0; d < Rc; ++d)
-        if ((n.reduced[d] != 0) != (d + 1 == Rc))
-          throw error(std::string("fuse::cuda::eval: ") + reduce_name(N::kind) +
-                      " over axes other than the last one alone, inside a larger tree, does not run on CUDA yet");
-      check_rows_apart<Q>(m, Rc - 1, reduce_name(N::kind));
-      const auto rows = row_map<Q, N::rank, Rc>(m);
+        if (n.reduced[d] != 0) a = d, ++count;
+      if (count != 1)
+        throw error(std::string("fuse::cuda::eval: ") + reduce_name(N::kind) +
+                    " over several axes (or none), inside a larger tree, does not run on CUDA yet");
+      note_rows<Q>(m, N::rank == Rc ? a : N::rank);
+      const auto rows = row_map<Q, N::rank, Rc>(m, a);
       const int earlier = seen_before(n, rows);
       auto ev = bind::bind<Mode>(n.child, rows, *this);
       const int slot = take_values(1);
       using P = row_phase<N::kind, reduce_partial_t<N::kind, compute_t<T>>, phase_result::dtype, T, decltype(ev)>;
-      store(slot, P{ev, n.child.shape()[Rc - 1], earlier});
+      store(slot, P{ev, n.child.shape()[a], earlier});
       remember(n, rows, slot);
       return row_value_eval<T, Q>{{}, slot};
     } else if constexpr (K == node_kind::softmax) {
       constexpr std::size_t R = N::rank;
-      const char* name = N::kind == row_op_kind::softmax ? "nn.softmax" : "nn.log_softmax";
-      if (n.axis != static_cast<index_t>(R - 1))
-        throw error(std::string("fuse::cuda::eval: ") + name +
-                    " along an axis other than the last does not run on CUDA yet");
-      check_rows_apart<Q>(m, R - 1, name);
+      const auto a = static_cast<std::size_t>(n.axis);
+      note_rows<Q>(m, a);
       const int first = next_;
-      const auto rows = row_map<Q, R, R>(m);
+      const auto rows = row_map<Q, R, R>(m, a);
       const int earlier = seen_before(n, rows);
       auto ev = bind::bind<Mode>(n.child, rows, *this);
       const int slot = take_values(2);
       using E = decltype(ev);
-      store(slot,
-            row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, E>{ev, n.shape()[R - 1], earlier});
+      store(slot, row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, E>{ev, n.shape()[a], earlier});
       store(slot + 1, row_phase<reduce_kind::sum, double, phase_result::partial, T, shifted_exp_eval<Mode, E>>{
-                          {ev, slot, {}}, n.shape()[R - 1], earlier < 0 ? -1 : earlier + 1});
+                          {ev, slot, {}}, n.shape()[a], earlier < 0 ? -1 : earlier + 1});
       remember(n, rows, slot);
       auto child = replaying(first, slot, [&] { return bind::bind<Mode>(n.child, m, *this); });
       return {{}, child, slot, {}, {}};
     } else {
       constexpr std::size_t R = N::rank;
-      if (n.axis != static_cast<index_t>(R - 1))
-        throw error("fuse::cuda::eval: nn.layer_norm along an axis other than the last does not run on CUDA yet");
       static_assert(!tree_has<row_node_pred, decltype(n.gamma)>() && !tree_has<row_node_pred, decltype(n.beta)>(),
                     "fuse::cuda::eval: a reduction, softmax or layer norm inside layer_norm's gamma or beta does not "
                     "run on CUDA");
-      check_rows_apart<Q>(m, R - 1, "nn.layer_norm");
+      const auto a = static_cast<std::size_t>(n.axis);
+      note_rows<Q>(m, a);
       const int first = next_;
-      const auto rows = row_map<Q, R, R>(m);
+      const auto rows = row_map<Q, R, R>(m, a);
       const int earlier = seen_before(n, rows);
       auto ev = bind::bind<Mode>(n.x, rows, *this);
       const int slot = take_values(2);
       using E = decltype(ev);
-      const index_t len = n.shape()[R - 1];
+      const index_t len = n.shape()[a];
       store(slot, row_phase<reduce_kind::sum, double, phase_result::mean, T, E>{ev, len, earlier});
       store(slot + 1, row_phase<reduce_kind::sum, double, phase_result::mean, T, squared_deviation_eval<E>>{
                           {ev, slot, 0}, len, earlier < 0 ? -1 : earlier + 1});
       remember(n, rows, slot);
       auto x = replaying(first, slot, [&] { return bind::bind<Mode>(n.x, m, *this); });
-      // gamma and beta are 1-D along the normalised axis: their coordinate is the node's last.
+      // gamma and beta are 1-D along the normalised axis: their coordinate is the node's a.
       bind::affine_map<Q, 1> gm;
-      gm.src[0] = m.src[R - 1], gm.scale[0] = m.scale[R - 1], gm.offset[0] = m.offset[R - 1];
+      gm.src[0] = m.src[a], gm.scale[0] = m.scale[a], gm.offset[0] = m.offset[a];
       auto g = bind::bind<Mode>(n.gamma, gm, *this);
       auto b = bind::bind<Mode>(n.beta, gm, *this);
       return {{}, x, g, b, slot, n.epsilon, n.scale, n.center, 0, 0};
@@ -473,6 +480,12 @@ class row_binder {
 
   /// Values taken so far (after binding: the number of phases).
   int values() const { return next_; }
+  /// Whether a row node's rows run along the iteration's last axis (its coordinates other than
+  /// the one it reduces or normalises move along it): the binding is then wrong, and the
+  /// iteration must put another axis last, one of those `row_axes` leaves free.
+  bool rows_across() const { return rows_across_; }
+  /// The iteration axes the row nodes' other coordinates move along (bit k: axis k).
+  std::uint64_t row_axes() const { return row_axes_; }
   /// Whether every phase of the tuple was stored.
   bool complete() const {
     if constexpr (std::is_void_v<Phases>) return true;
@@ -480,15 +493,17 @@ class row_binder {
   }
 
  private:
-  /// Throws unless the node's coordinates before `outer` (its row) stay fixed along the
-  /// iteration's last axis: one group of threads computes a row's values for one output row.
+  /// Notes the iteration axes the node's coordinates other than `walked` (its reduced or
+  /// normalised one; R for none) move along: one group of threads computes a row's values for
+  /// one output row, so none of them may move along the iteration's last axis.
   template <std::size_t Q, std::size_t R>
-  static void check_rows_apart(const bind::affine_map<Q, R>& m, std::size_t outer, const char* name) {
+  void note_rows(const bind::affine_map<Q, R>& m, std::size_t walked) {
     static_assert(Q >= 1, "a row program iterates over rank 1 or more");
-    for (std::size_t d = 0; d < outer && d < R; ++d)
-      if (m.depends(d, Q - 1))
-        throw error(std::string("fuse::cuda::eval: the output's rows run across the rows of ") + name +
-                    " (a transpose of its result?); on CUDA a row node's rows must lie along the output's rows");
+    for (std::size_t d = 0; d < R; ++d)
+      if (d != walked && m.src[d] >= 0 && m.scale[d] != 0) {
+        row_axes_ |= std::uint64_t{1} << m.src[d];
+        rows_across_ = rows_across_ || m.depends(d, Q - 1);
+      }
   }
   int take_values(int count) {
     const int first = next_;
@@ -523,8 +538,9 @@ class row_binder {
   };
   template <std::size_t Q, std::size_t R>
   static std::vector<index_t> rows_of(const bind::affine_map<Q, R>& rows) {
-    std::vector<index_t> v(3 * (R - 1));
-    for (std::size_t d = 0; d + 1 < R; ++d)
+    // (every coordinate: the walked one is the same in all maps, but where it lies is not)
+    std::vector<index_t> v(3 * R);
+    for (std::size_t d = 0; d < R; ++d)
       v[3 * d] = rows.src[d], v[3 * d + 1] = rows.scale[d], v[3 * d + 2] = rows.offset[d];
     return v;
   }
@@ -567,6 +583,8 @@ class row_binder {
   }
 
   Phases* phases_ = nullptr;
+  bool rows_across_ = false;
+  std::uint64_t row_axes_ = 0;
   std::vector<met> met_;
   int next_ = 0;
   bool replay_ = false;
