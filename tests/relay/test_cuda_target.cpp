@@ -276,7 +276,7 @@ TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or th
                                                         {"masked_softmax", masked_softmax},
                                                         {"rooted", rooted},
                                                         {"many_rows", many_rows},
-           {"column_rows", column_rows},
+                                                        {"column_rows", column_rows},
                                                         {"returned_twice", fuse::test::returned_twice},
                                                         {"shifts", fuse::test::shifts},
                                                         {"every_op", fuse::test::every_op_program()}}) {
