@@ -264,20 +264,26 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       }
       if (!keeps || roots.size() > 1) p.materialized.insert(r), stored_depth[r] = depth[r];
     }
-    // A kernel whose row nodes' rows cover every axis of its output (`mean(x, 0) * mean(x, 1)`)
-    // has no axis to walk last: its row nodes along other axes than their last are stored.
+    // A kernel whose row nodes' rows cover every axis of its output (`mean(x, 0) * mean(x, 1)`;
+    // `sum(x, -1) * 2`, whose output lines would cross the sum's rows) has no axis to walk last:
+    // its row nodes along other axes than their last are stored, then, if that is not enough,
+    // all of them.
     const auto stored = [&](const expr* x) { return p.materialized.count(x) > 0; };
     for (const expr* root : order) {
       if (!p.materialized.count(root) || root->kind != expr_kind::call || !root->checked.is_tensor()) continue;
       const std::size_t q = root->checked.shape.size();
-      std::unordered_map<const expr*, std::uint64_t> memo;
-      if (cuda_has_free_axis(cuda_row_axes(m, root, q, stored, memo), q)) continue;
-      walk_post_order(
-          std::vector<const expr*>{root}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
-          [&](const expr* x) {
-            if (x != root && cuda_row_form(m, x) == cuda_row::in_tree && !cuda_along_last(m, x))
-              p.materialized.insert(x), stored_depth[x] = depth[x];
-          });
+      for (const bool all : {false, true}) {
+        std::unordered_map<const expr*, std::uint64_t> memo;
+        if (cuda_has_free_axis(cuda_row_axes(m, root, q, stored, memo), q)) break;
+        std::vector<const expr*> rows;
+        walk_post_order(
+            std::vector<const expr*>{root}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
+            [&](const expr* x) {
+              if (x != root && cuda_row_form(m, x) == cuda_row::in_tree && (all || !cuda_along_last(m, x)))
+                rows.push_back(x);
+            });
+        for (const expr* x : rows) p.materialized.insert(x), stored_depth[x] = depth[x];
+      }
     }
   }
 

@@ -186,6 +186,14 @@ def @main(%x: Tensor[(30, 6), float32]) {
 })");
   CHECK(nested.cuda == 2);
   CHECK(kernels_of(column_rows).cuda == 4);
+  // A reduction without keepdims read at its own shape: the output's lines would cross the
+  // sum's rows, so the sum is stored (seed 001's tenth program; TVM: 2 too).
+  CHECK(kernels_of(R"(
+def @main(%x: Tensor[(20, 20), float32]) {
+  %0 = sum(%x, axis=[-1]);
+  add(%0, %0)
+})")
+            .cuda == 2);
   // Scale, mask, softmax and requantize: one kernel.
   const counts attention = kernels_of(masked_softmax);
   CHECK(attention.cuda == 1);
