@@ -58,6 +58,35 @@ std::string identifier(const std::string& s) {
   return out;
 }
 
+/// Whether the generated code uses identifier s itself (a keyword, its own locals and members,
+/// the CUDA model's stream and aliases): an input of that name is renamed.
+bool reserved(const std::string& s) {
+  static const char* const words[] = {
+      "alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char",
+      "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit",
+      "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double",
+      "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if",
+      "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or",
+      "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short",
+      "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this",
+      "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual",
+      "void", "volatile", "wchar_t", "while", "xor", "xor_eq",
+      // the generated code's own names
+      "fuse", "std", "model", "basic_model", "emulated_model", "Target", "view", "storage", "stream", "arena_", "file",
+      "weights", "data", "h"};
+  for (const char* w : words)
+    if (s == w) return true;
+  // c0, e3, t12 (constants, a kernel's locals, intermediates), e3_1 (a tuple's fields), out2
+  std::size_t i = s.rfind("out", 0) == 0 ? 3 : (s[0] == 'c' || s[0] == 'e' || s[0] == 't') ? 1 : 0;
+  if (i == 0 || i >= s.size()) return false;
+  bool digits = false;
+  for (; i < s.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(s[i]))) digits = true;
+    else if (!(s[i] == '_' && digits)) return false;
+  }
+  return digits;
+}
+
 bool is_identifier(const std::string& s) {
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
   for (char c : s)
@@ -240,7 +269,8 @@ class emitter {
       for (std::int64_t d : t.shape)
         if (d < 0)
           throw m_.error_at(v->at, "input %" + v->name + " has a dynamic extent (" + t.str() + "): give static shapes");
-      const std::string n = unique(identifier(v->name));
+      const std::string id = identifier(v->name);
+      const std::string n = unique(reserved(id) ? id + "_in" : id);
       names_[v] = n;
       out.inputs.push_back({n, "%" + v->name, t});
     }

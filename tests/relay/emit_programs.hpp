@@ -24,6 +24,20 @@ def @main(%x: Tensor[(5, 3), float32]) {
   (%0, %0, %x)
 })";
 
+// Inputs named as the generated code names its own things (a keyword, the CUDA model's stream
+// and view alias, a kernel's locals e0.., constants c0.., outputs out0..): renamed, not clashing.
+inline const char* clashing_names = R"(
+def @main(%stream: Tensor[(3, 5), float32], %e1: Tensor[(3, 5), float32], %float: Tensor[(5), float32],
+          %view: Tensor[(3, 5), float32], %out0: Tensor[(3, 5), float32], %c0: Tensor[(3, 5), float32]) {
+  %0 = add(%stream, %e1);
+  %1 = multiply(%0, %float);
+  %2 = subtract(%view, %out0);
+  %3 = add(%1, %c0);
+  %4 = mean(%3, axis=[-1], keepdims=True);
+  %5 = subtract(%3, %4);
+  (%5, %2)
+})";
+
 // Integer shifts (TVM's fixed-point requantization): int64 products shifted right with rounding,
 // amounts in and out of range, and a left shift of int8 that wraps.
 inline const char* shifts = R"(

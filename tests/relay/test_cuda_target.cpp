@@ -287,6 +287,7 @@ TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or th
                                                         {"column_rows", column_rows},
                                                         {"returned_twice", fuse::test::returned_twice},
                                                         {"shifts", fuse::test::shifts},
+                                                        {"clashing_names", fuse::test::clashing_names},
                                                         {"every_op", fuse::test::every_op_program()}}) {
     CAPTURE(name);
     const fuse::test::checked_run r = fuse::test::check_program("cuda_" + name, text, "--target cuda");

@@ -289,6 +289,7 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
                                                         {"returned_twice", returned_twice},
                                                         {"result_read_by_result", result_read_by_result},
                                                         {"shifts", shifts},
+                                                        {"clashing_names", fuse::test::clashing_names},
                                                         {"opposite_magnitudes", opposite_magnitudes},
                                                         {"every_op", every_op_program()}}) {
     CAPTURE(name);
