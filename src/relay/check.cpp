@@ -84,12 +84,8 @@ const std::string driver_common =
     "  if (!c.bytes.empty()) std::memcpy(c.bytes.data(), static_cast<const void*>(t.data()), c.bytes.size());\n"
     "  fuse::relay::npy::write_file(path, c);\n}\n\n";
 
-std::string driver_source(const emitted& em, const std::string& ns) {
-  std::ostringstream d;
-  d << "#include \"model.hpp\"\n#include <fuse/relay/npy.hpp>\n#include <cstring>\n#include <string>\n\n"
-    << driver_common
-    << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n  try {\n"
-    << "    static " << ns << "::model m;\n";
+/// The driver's host tensors: in<i> loaded from DIR/in<i>.npy, out<o> of the outputs' shapes.
+void driver_ports(std::ostringstream& d, const emitted& em) {
   for (std::size_t i = 0; i < em.inputs.size(); ++i)
     d << "    auto in" << i << " = load<" << ctype_of(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size()
       << ">(dir + \"/in" << i << ".npy\");\n";
@@ -98,18 +94,33 @@ std::string driver_source(const emitted& em, const std::string& ns) {
     if (!em.outputs[o].t.shape.empty()) d << "(" << emit_detail::int_list(em.outputs[o].t.shape) << ")";
     d << ";\n";
   }
-  d << "    m(";
-  for (std::size_t i = 0; i < em.inputs.size(); ++i) d << (i ? ", " : "") << "std::as_const(in" << i << ").view()";
-  for (std::size_t o = 0; o < em.outputs.size(); ++o)
-    d << (o || !em.inputs.empty() ? ", " : "") << "out" << o << ".view()";
-  d << ");\n";
+}
+/// The driver's end: out<o> stored to DIR/out<o>.npy, errors to stderr and exit status 1.
+void driver_end(std::ostringstream& d, const emitted& em) {
   for (std::size_t o = 0; o < em.outputs.size(); ++o) {
     const dtype x = em.outputs[o].t.dt;
     d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", "
       << int(x.bits) << ", " << int(x.lanes) << "});\n";
   }
-  d << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  "
-       "return 0;\n}\n";
+}
+const char* const driver_catch =
+    "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  "
+    "return 0;\n}\n";
+
+std::string driver_source(const emitted& em, const std::string& ns) {
+  std::ostringstream d;
+  d << "#include \"model.hpp\"\n#include <fuse/relay/npy.hpp>\n#include <cstring>\n#include <string>\n\n"
+    << driver_common
+    << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n  try {\n"
+    << "    static " << ns << "::model m;\n";
+  driver_ports(d, em);
+  d << "    m(";
+  for (std::size_t i = 0; i < em.inputs.size(); ++i) d << (i ? ", " : "") << "std::as_const(in" << i << ").view()";
+  for (std::size_t o = 0; o < em.outputs.size(); ++o)
+    d << (o || !em.inputs.empty() ? ", " : "") << "out" << o << ".view()";
+  d << ");\n";
+  driver_end(d, em);
+  d << driver_catch;
   return d.str();
 }
 
@@ -122,14 +133,7 @@ std::string cuda_driver_source(const emitted& em, const std::string& ns) {
     << driver_common
     << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n"
     << "  try {\n";
-  for (std::size_t i = 0; i < em.inputs.size(); ++i)
-    d << "    auto in" << i << " = load<" << ctype_of(em.inputs[i].t) << ", " << em.inputs[i].t.shape.size()
-      << ">(dir + \"/in" << i << ".npy\");\n";
-  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
-    d << "    fuse::tensor<" << ctype_of(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> out" << o;
-    if (!em.outputs[o].t.shape.empty()) d << "(" << emit_detail::int_list(em.outputs[o].t.shape) << ")";
-    d << ";\n";
-  }
+  driver_ports(d, em);
   d << "    std::string ran_on = \"emulator\";\n    int devices = 0;\n"
     << "    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {\n"
     << "      cudaDeviceProp prop{};\n      FUSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));\n"
@@ -153,14 +157,8 @@ std::string cuda_driver_source(const emitted& em, const std::string& ns) {
   for (std::size_t i = 0; i < em.inputs.size(); ++i) d << "std::as_const(in" << i << ").view(), ";
   for (std::size_t o = 0; o < em.outputs.size(); ++o) d << "out" << o << ".view(), ";
   d << "nullptr);\n    }\n";
-  for (std::size_t o = 0; o < em.outputs.size(); ++o) {
-    const dtype x = em.outputs[o].t.dt;
-    d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", "
-      << int(x.bits) << ", " << int(x.lanes) << "});\n";
-  }
-  d << "    std::ofstream(dir + \"/ran_on.txt\") << ran_on;\n"
-    << "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  "
-       "return 0;\n}\n";
+  driver_end(d, em);
+  d << "    std::ofstream(dir + \"/ran_on.txt\") << ran_on;\n" << driver_catch;
   return d.str();
 }
 

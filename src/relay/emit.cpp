@@ -351,17 +351,7 @@ class emitter {
                                                                : ct)
             << " data[] = {";
       const auto count = static_cast<std::size_t>(a->data->elements());
-      for (std::size_t e = 0; e < count; ++e) {
-        // 16-bit floats as their bits (from_bits below), everything else as an exact literal.
-        const std::int64_t i = t.dt.is_float() ? 0 : a->data->integer(e);
-        const std::string lit = t.dt.is_float() && t.dt.bits == 16 ? std::to_string(a->data->raw(e))
-                                : t.dt.is_float()                  ? literal(a->data->real(e), 0, t.dt)
-                                : i == INT64_MIN                   ? "(-9223372036854775807LL - 1)"
-                                                                   : std::to_string(i) + (t.dt.bits == 64 ? "LL" : "");
-        ctor_ << (e ? ", " : "") << lit;
-      }
-      if (!count) ctor_ << "0";
-      ctor_ << "};\n";
+      ctor_ << data_literals(*a) << "};\n";
       if (ct == "fuse::half" || ct == "fuse::bfloat16" || ct == "bool")
         ctor_ << "    for (std::size_t i = 0; i < " << count << "; ++i) " << n
               << ".data()[i] = " << (ct == "bool" ? "data[i] != 0" : ct + "::from_bits(data[i])") << ";\n";
@@ -398,6 +388,22 @@ class emitter {
              << " must have shape " << int_list(o.t.shape) << ", not \", " << o.name << ".shape().array());\n";
   }
 
+  /// The elements of constant a as the initializer of its `data[]` array: 16-bit floats as their
+  /// bits (from_bits converts them), everything else as an exact literal ("0" when empty).
+  static std::string data_literals(const expr& a) {
+    const dtype d = a.checked.dt;
+    const auto count = static_cast<std::size_t>(a.data->elements());
+    std::string s;
+    for (std::size_t e = 0; e < count; ++e) {
+      const std::int64_t i = d.is_float() ? 0 : a.data->integer(e);
+      s += (e ? ", " : "") + (d.is_float() && d.bits == 16 ? std::to_string(a.data->raw(e))
+                              : d.is_float()               ? literal(a.data->real(e), 0, d)
+                              : i == INT64_MIN             ? std::string("(-9223372036854775807LL - 1)")
+                                                           : std::to_string(i) + (d.bits == 64 ? "LL" : ""));
+    }
+    return count ? s : "0";
+  }
+
   /// For CUDA: constant a as the target's tensor `n`, filled on the host and uploaded once in
   /// the constructor (from a literal up to inline_limit bytes, else from the weights file).
   void upload_constant(emitted& out, const expr* a, const std::string& n, const std::string& ct,
@@ -419,16 +425,7 @@ class emitter {
     const auto count = static_cast<std::size_t>(a->data->elements());
     const bool bits = ct == "fuse::half" || ct == "fuse::bfloat16" || ct == "bool";
     ctor_ << "    static const " << (ct == "bool" ? "unsigned char" : bits ? "std::uint16_t" : ct) << " data[] = {";
-    for (std::size_t e = 0; e < count; ++e) {
-      const std::int64_t i = t.dt.is_float() ? 0 : a->data->integer(e);
-      const std::string lit = t.dt.is_float() && t.dt.bits == 16 ? std::to_string(a->data->raw(e))
-                              : t.dt.is_float()                  ? literal(a->data->real(e), 0, t.dt)
-                              : i == INT64_MIN                   ? "(-9223372036854775807LL - 1)"
-                                                                 : std::to_string(i) + (t.dt.bits == 64 ? "LL" : "");
-      ctor_ << (e ? ", " : "") << lit;
-    }
-    if (!count) ctor_ << "0";
-    ctor_ << "};\n";
+    ctor_ << data_literals(*a) << "};\n";
     if (bits) {
       // 16-bit floats as their bits, bools as bytes: converted on the host first.
       ctor_ << "    " << host << " h(" << int_list(t.shape) << ");\n    for (std::size_t i = 0; i < " << count
