@@ -428,47 +428,53 @@ class row_binder {
       remember(n, rows, slot);
       return row_value_eval<T, Q>{{}, slot};
     } else if constexpr (K == node_kind::softmax) {
-      constexpr std::size_t R = N::rank;
-      const auto a = static_cast<std::size_t>(n.axis);
-      note_rows<Q>(m, a);
-      const int first = next_;
-      const auto rows = row_map<Q, R, R>(m, a);
-      const int earlier = seen_before(n, rows);
-      auto ev = bind::bind<Mode>(n.child, rows, *this);
-      const int slot = take_values(2);
-      using E = decltype(ev);
-      store(slot, row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, E>{ev, n.shape()[a], earlier});
-      store(slot + 1, row_phase<reduce_kind::sum, double, phase_result::partial, T, shifted_exp_eval<Mode, E>>{
-                          {ev, slot, {}}, n.shape()[a], earlier < 0 ? -1 : earlier + 1});
-      remember(n, rows, slot);
-      auto child = replaying(first, slot, [&] { return bind::bind<Mode>(n.child, m, *this); });
+      const auto [slot, child] =
+          bind_two_values<Mode, Q>(n, n.child, m, [&](const auto& ev, int at, index_t len, int earlier) {
+            using E = std::remove_cvref_t<decltype(ev)>;
+            return std::pair{row_phase<reduce_kind::max, compute_t<T>, phase_result::partial, T, E>{ev, len, earlier},
+                             row_phase<reduce_kind::sum, double, phase_result::partial, T, shifted_exp_eval<Mode, E>>{
+                                 {ev, at, {}}, len, earlier < 0 ? -1 : earlier + 1}};
+          });
       return {{}, child, slot, {}, {}};
     } else {
-      constexpr std::size_t R = N::rank;
       static_assert(!tree_has<row_node_pred, decltype(n.gamma)>() && !tree_has<row_node_pred, decltype(n.beta)>(),
                     "fuse::cuda::eval: a reduction, softmax or layer norm inside layer_norm's gamma or beta does not "
                     "run on CUDA");
+      const auto [slot, x] = bind_two_values<Mode, Q>(n, n.x, m, [&](const auto& ev, int at, index_t len, int earlier) {
+        using E = std::remove_cvref_t<decltype(ev)>;
+        return std::pair{row_phase<reduce_kind::sum, double, phase_result::mean, T, E>{ev, len, earlier},
+                         row_phase<reduce_kind::sum, double, phase_result::mean, T, squared_deviation_eval<E>>{
+                             {ev, at, 0}, len, earlier < 0 ? -1 : earlier + 1}};
+      });
+      // gamma and beta are 1-D along the normalised axis: their coordinate is the node's.
       const auto a = static_cast<std::size_t>(n.axis);
-      note_rows<Q>(m, a);
-      const int first = next_;
-      const auto rows = row_map<Q, R, R>(m, a);
-      const int earlier = seen_before(n, rows);
-      auto ev = bind::bind<Mode>(n.x, rows, *this);
-      const int slot = take_values(2);
-      using E = decltype(ev);
-      const index_t len = n.shape()[a];
-      store(slot, row_phase<reduce_kind::sum, double, phase_result::mean, T, E>{ev, len, earlier});
-      store(slot + 1, row_phase<reduce_kind::sum, double, phase_result::mean, T, squared_deviation_eval<E>>{
-                          {ev, slot, 0}, len, earlier < 0 ? -1 : earlier + 1});
-      remember(n, rows, slot);
-      auto x = replaying(first, slot, [&] { return bind::bind<Mode>(n.x, m, *this); });
-      // gamma and beta are 1-D along the normalised axis: their coordinate is the node's a.
       bind::affine_map<Q, 1> gm;
       gm.src[0] = m.src[a], gm.scale[0] = m.scale[a], gm.offset[0] = m.offset[a];
       auto g = bind::bind<Mode>(n.gamma, gm, *this);
       auto b = bind::bind<Mode>(n.beta, gm, *this);
       return {{}, x, g, b, slot, n.epsilon, n.scale, n.center, 0, 0};
     }
+  }
+
+  /// What softmax and layer norm share: their input `in` bound over the node's rows along its
+  /// axis, the two phases `make(ev, slot, length, earlier)` gives stored as values slot and
+  /// slot + 1 (or copied from an equal node's), then `in` bound again over the node's own map m
+  /// (its row nodes replayed). Returns the slot and that second binding.
+  template <class Mode, std::size_t Q, class N, class In, class Map, class Make>
+  auto bind_two_values(const N& n, const In& in, const Map& m, Make&& make) {
+    constexpr std::size_t R = N::rank;
+    const auto a = static_cast<std::size_t>(n.axis);
+    note_rows<Q>(m, a);
+    const int first = next_;
+    const auto rows = row_map<Q, R, R>(m, a);
+    const int earlier = seen_before(n, rows);
+    auto ev = bind::bind<Mode>(in, rows, *this);
+    const int slot = take_values(2);
+    const auto phases = make(ev, slot, n.shape()[a], earlier);
+    store(slot, phases.first);
+    store(slot + 1, phases.second);
+    remember(n, rows, slot);
+    return std::pair{slot, replaying(first, slot, [&] { return bind::bind<Mode>(in, m, *this); })};
   }
 
   /// Nodes with no row form (contractions).
