@@ -28,26 +28,37 @@ bool is_reduction(const expr* e) { return kernel_of(e) == op_kernel::row_kernel;
 bool is_transparent(const expr* e) { return kernel_of(e) == op_kernel::pass_through; }
 
 /// On CUDA, how a row node runs: fused into the tree that reads it (the row kernel computes it
-/// per row of the output; a reduction over one axis, softmax or layer norm along any axis), or
-/// only as the root of its own kernel (fuse/cuda/eval.hpp: a reduction over several axes).
+/// per row of the output; a reduction over one axis, or over several with keepdims, softmax or
+/// layer norm along any axis), or only as the root of its own kernel (fuse/cuda/eval.hpp: a
+/// reduction over several axes that drops them).
 enum class cuda_row { none, in_tree, own_kernel };
-/// The axis a row node walks (reduces or normalises), of its input; -1 for none.
-std::int64_t cuda_walked_axis(const module& m, const expr* e) {
-  if (!is_reduction(e) || is_call_of(e, {"collapse_sum_like"}) || !e->args[0]->checked.is_tensor()) return -1;
+/// The axes a row node walks (reduces or normalises), of its input (bit k: axis k); 0 for none.
+std::uint64_t cuda_walked_axes(const module& m, const expr* e) {
+  if (!is_reduction(e) || is_call_of(e, {"collapse_sum_like"}) || !e->args[0]->checked.is_tensor()) return 0;
   const auto rank = static_cast<std::int64_t>(e->args[0]->checked.shape.size());
-  if (rank == 0) return -1;
+  if (rank == 0 || rank > 64) return 0;
   std::vector<type> at;
   for (const expr* a : e->args) at.push_back(a->checked);
   const op_call c(m, *e, *find_op(e->callee->name), at);
-  if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"})) return c.axis(c.integer("axis"), rank);
+  if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"}))
+    return std::uint64_t{1} << c.axis(c.integer("axis"), rank);
   const std::vector<bool> reduced = c.reduced_axes(rank);
-  std::int64_t axis = -1;
+  std::uint64_t axes = 0;
   for (std::int64_t k = 0; k < rank; ++k)
-    if (reduced[static_cast<std::size_t>(k)]) {
-      if (axis >= 0) return -1;  // several
-      axis = k;
-    }
-  return axis;
+    if (reduced[static_cast<std::size_t>(k)]) axes |= std::uint64_t{1} << k;
+  return axes;
+}
+/// The axis along which the row kernel walks a row node's rows (the last it walks: a reduction
+/// over several axes walks the others as a block of sub-rows, along output axes its kept ones
+/// leave free, which exist when it keeps its rank); -1 where it runs only at a kernel's root.
+std::int64_t cuda_walked_axis(const module& m, const expr* e) {
+  const std::uint64_t axes = cuda_walked_axes(m, e);
+  if (axes == 0) return -1;
+  const bool several = (axes & (axes - 1)) != 0;
+  if (several && e->checked.shape.size() != e->args[0]->checked.shape.size()) return -1;
+  std::int64_t last = 63;
+  while (!((axes >> last) & 1)) --last;
+  return last;
 }
 cuda_row cuda_row_form(const module& m, const expr* e) {
   if (!is_reduction(e)) return cuda_row::none;
@@ -64,18 +75,35 @@ int cuda_row_values(const expr* e) { return is_call_of(e, {"nn.softmax", "nn.log
 /// The most values per row one CUDA row kernel holds (fuse/cuda/row_program.hpp's max_row_values).
 constexpr int cuda_max_row_values = 8;
 
-/// Whether, on CUDA, a row node read as argument `arg` of call u keeps its rows along u's rows:
-/// u is elementwise (its broadcasts align the last axes), a cast, a bias_add, a broadcast_to, an
-/// annotation, or a row node along the last axis reading it as its data (`along_last`: the row
-/// node below walks its last axis too; one along another axis is never nested).
-bool cuda_keeps_rows(const module& m, const expr* u, std::size_t arg, bool along_last) {
+/// The axes along which row node r's rows move (bit k: axis k of a tensor of rank `rank` whose
+/// trailing axes r's align with): its axes of extent above 1 but the one it walks while keeping
+/// its rank.
+std::uint64_t cuda_moving_axes(const module& m, const expr* r, std::size_t rank) {
+  const std::vector<std::int64_t>& shape = r->checked.shape;
+  const std::int64_t walked = cuda_walked_axis(m, r);
+  const bool kept_rank = shape.size() == r->args[0]->checked.shape.size();
+  std::uint64_t mask = 0;
+  for (std::size_t d = 0; d < shape.size(); ++d)
+    if (shape[d] != 1 && !(kept_rank && static_cast<std::int64_t>(d) == walked) && rank >= shape.size())
+      mask |= std::uint64_t{1} << (rank - shape.size() + d);
+  return mask;
+}
+
+/// Whether, on CUDA, row node r, read (through the ops between) as argument `arg` of call u,
+/// keeps its rows along u's rows: u is elementwise (its broadcasts align the last axes), a cast,
+/// a bias_add, a broadcast_to, an annotation, or a row node reading it as its data along axes
+/// r's rows do not move along (u walks them inside each of its rows, where r's values must stay
+/// the same: `mean((x - mean(x, [2, 3])) ^ 2, [2, 3])`; a reduction at a kernel's root checks
+/// the same in fuse/cuda/eval.hpp).
+bool cuda_keeps_rows(const module& m, const expr* u, std::size_t arg, const expr* r) {
   if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op) return false;
   if (is_transparent(u) || is_call_of(u, {"cast", "broadcast_to"})) return true;
   if (is_call_of(u, {"nn.bias_add", "broadcast_to_like"})) return arg == 0;
   if (with_elementwise_op(u->callee->name, [](auto) {})) return true;
-  if (along_last && cuda_row_form(m, u) == cuda_row::in_tree && cuda_along_last(m, u))
-    return is_call_of(u, {"variance"}) ? true : arg == 0;  // (layer norm's gamma and beta are read whole)
-  return false;
+  const std::uint64_t walked = cuda_walked_axes(m, u);
+  if (walked == 0 || (arg != 0 && !is_call_of(u, {"variance"})))  // (layer norm's gamma and beta are read whole)
+    return false;
+  return (cuda_moving_axes(m, r, u->args[0]->checked.shape.size()) & walked) == 0;
 }
 
 /// On CUDA: the axes of a kernel's output (rank q) along which the other coordinates of the row
@@ -90,12 +118,7 @@ std::uint64_t cuda_row_axes(const module& m, const expr* e, std::size_t q, const
   if (auto it = memo.find(e); it != memo.end()) return it->second;  // (a shared node: the same axes)
   std::uint64_t& mask = memo[e];
   if (cuda_row_form(m, e) == cuda_row::in_tree) {
-    const std::vector<std::int64_t>& shape = e->checked.shape;
-    const std::int64_t walked = cuda_walked_axis(m, e);
-    const bool kept_rank = shape.size() == e->args[0]->checked.shape.size();
-    for (std::size_t d = 0; d < shape.size(); ++d)
-      if (shape[d] != 1 && !(kept_rank && static_cast<std::int64_t>(d) == walked) && q >= shape.size())
-        mask |= std::uint64_t{1} << (q - shape.size() + d);
+    mask = cuda_moving_axes(m, e, q);
     if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"}))
       mask |= cuda_row_axes(m, e->args[0], q, stored, memo, false);
     return mask;
@@ -245,7 +268,6 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const expr* r = *it;
       if (p.materialized.count(r) || cuda_row_form(m, r) != cuda_row::in_tree) continue;
-      const bool along_last = cuda_along_last(m, r);
       std::unordered_set<const expr*> roots, seen;
       bool keeps = true;
       std::vector<const expr*> stack{r};
@@ -254,7 +276,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
         stack.pop_back();
         if (!seen.insert(x).second) continue;
         for (const auto& [u, arg] : consumers[x]) {
-          if (!cuda_keeps_rows(m, u, arg, along_last)) {
+          if (!cuda_keeps_rows(m, u, arg, r)) {
             keeps = false;
             break;
           }

@@ -14,7 +14,7 @@
 
 #include <fuse/cuda.hpp>
 
-// fuse-static-kernels: 12
+// fuse-static-kernels: 13
 // fuse-static-instructions: ld.global.v4.f32 st.global.v4.f32 st.global.v4.u16 st.global.v4.u8
 
 namespace check {
@@ -111,6 +111,18 @@ void column_sum(const float* x, float* out, index_t m, index_t n, cuda::stream_t
 /// NCHW's global average pool: the two spatial axes a block of sub-rows.
 void global_pool(const float* x, float* out, index_t b, index_t c, index_t h, index_t w, cuda::stream_t s) {
   cuda::eval(cuda::view(out, {b, c, 1, 1}), mean(cuda::view(x, {b, c, h, w}), {2, 3}, keepdims), cuda::on(s));
+}
+
+/// Instance norm as exporters decompose it (statistics over H and W of NCHW, a per-channel scale
+/// and shift): reductions over two axes inside the tree, each a block of sub-rows.
+void instance_norm(const float* x, const float* gamma, const float* beta, float* out, index_t b, index_t c, index_t h,
+                   index_t w, cuda::stream_t s) {
+  const auto xv = cuda::view(x, {b, c, h, w});
+  const auto d = xv - mean(xv, {2, 3}, keepdims);
+  cuda::eval(
+      cuda::view(out, {b, c, h, w}),
+      d / sqrt(mean(d * d, {2, 3}, keepdims) + 1e-5f) * cuda::view(gamma, {c, 1, 1}) + cuda::view(beta, {c, 1, 1}),
+      cuda::on(s));
 }
 
 }  // namespace check

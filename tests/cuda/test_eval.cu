@@ -122,6 +122,29 @@ TEST_CASE("cuda eval on the GPU: row programs (softmax, layer norms, reductions)
       CHECK(test::cuda::count_differences(mg.data(), me.data(), static_cast<std::size_t>(rows)) == 0);
     }
   }
+  // Instance norm (reductions over H and W inside the tree: blocks of sub-rows) and a reduction
+  // over two axes apart whose kept axis is the output's last.
+  for (index_t hw : {index_t{1}, index_t{7}, index_t{56}}) {
+    CAPTURE(hw);
+    fuse::tensor<float, 4> hx({2, 3, hw, hw + 2});
+    for (auto& v : hx) v = d(g);
+    const auto x = cuda::to_device(hx.view(), stream);
+    auto inorm = [](const auto& x) {
+      const auto dv = x - mean(x, {2, 3}, keepdims);
+      return dv / sqrt(mean(dv * dv, {2, 3}, keepdims) + 1e-5f);
+    };
+    auto apart = [](const auto& x) { return x * sum(x, {0, 2}, keepdims); };
+    cuda::tensor<float, 4> out({2, 3, hw, hw + 2}, stream);
+    fuse::tensor<float, 4> emu({2, 3, hw, hw + 2});
+    cuda::eval(out, inorm(x.view()), cuda::on(stream));
+    cuda::eval(emu, inorm(hx.view()), cuda::emulated);
+    auto got = cuda::to_host(out, stream);
+    CHECK(test::cuda::count_differences(got.data(), emu.data(), got.size()) == 0);
+    cuda::eval(out, apart(x.view()), cuda::on(stream));
+    cuda::eval(emu, apart(hx.view()), cuda::emulated);
+    got = cuda::to_host(out, stream);
+    CHECK(test::cuda::count_differences(got.data(), emu.data(), got.size()) == 0);
+  }
   FUSE_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 

@@ -236,11 +236,24 @@ TEST_CASE("cuda emulated rows: reductions at the root over any axes: blocks of s
   tensor<float, 3> hollow({3, 0, 4});
   check_rows(sum(hollow.view(), {0, 1}), {}, 0, "over an empty axis", "row_reduce");
   check_rows(max(hollow.view(), 1), {}, 0, "max over an empty axis", "row_reduce");
-  // A tree with a row node under a reduction over other axes: not yet.
+  // Row nodes under a reduction over other axes: one kernel where they stay fixed along the axes
+  // it walks (the variance of each column of a block about the block's mean).
+  for (index_t n : {index_t{1}, index_t{9}, index_t{40}}) {
+    auto v = test::random_tensor<float>({3, 5, n}, 710 + static_cast<std::uint64_t>(n), -2, 2);
+    const auto d = v.view() - mean(v.view(), {0, 1}, keepdims);
+    check_rows(sum(d * d, {0, 1}), {1e-5, 1e-6}, 16, "sum of squares about the block mean", "row_reduce");
+    check_rows(max(v.view() - mean(v.view(), {0, 2}, keepdims), {0, 2}), {1e-6, 1e-6}, 4,
+               "max of x less its block's mean", "row_reduce");
+  }
+  // Not where they move along those axes: each element's block would need other values of them.
   auto z = test::random_tensor<float>({6, 40}, 702);
   tensor<float, 1> cols({40});
   CHECK_THROWS_WITH_AS(cuda::eval(cols, sum(softmax(z.view()), 0), cuda::emulated),
-                       doctest::Contains("other than the last"), error);
+                       doctest::Contains("rows across the reduced axis"), error);
+  auto w = test::random_tensor<float>({3, 5, 7}, 703);
+  tensor<float, 1> w7({7});
+  CHECK_THROWS_WITH_AS(cuda::eval(w7, sum(w.view() - mean(w.view(), 1, keepdims), {0, 1}), cuda::emulated),
+                       doctest::Contains("move along the axes that reduction walks"), error);
 }
 
 TEST_CASE("cuda emulated rows: NaN, infinities and huge values give what the CPU executor gives") {
@@ -330,6 +343,52 @@ TEST_CASE("cuda emulated rows: row nodes along any axis inside trees, the iterat
   }
 }
 
+TEST_CASE("cuda emulated rows: reductions over several axes inside trees walk blocks of sub-rows") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{17}, index_t{40}}) {
+    CAPTURE(n);
+    const auto salt = 1500 + static_cast<std::uint64_t>(n);
+    // Instance norm as exporters decompose it: statistics over the last two axes of NCHW, the
+    // variance reading the mean (a block reduction inside another's block).
+    auto x = test::random_tensor<float>({2, 3, n, 9}, salt, -4, 4);
+    check_rows(x.view() - mean(x.view(), {2, 3}, keepdims), {1e-6, 1e-6}, 4, "x - mean over H, W");
+    auto d = x.view() - mean(x.view(), {2, 3}, keepdims);
+    check_rows(d / sqrt(mean(d * d, {2, 3}, keepdims) + 1e-5f), {1e-5, 1e-5}, 16, "instance norm, decomposed");
+    // Axes apart (0 and 2), the kept one last: the iteration walks another axis last.
+    auto y = test::random_tensor<double>({5, n, 6}, salt + 1, -9, 9);
+    check_rows(y.view() - max(y.view(), {0, 2}, keepdims), {0, 0}, 0, "y - max over axes 0 and 2");
+    check_rows(y.view() * sum(y.view(), {0, 1}, keepdims), {1e-12, 1e-12}, 64, "y * sum over axes 0 and 1");
+    // Every axis, and three of four without keepdims broadcast back along the kept one.
+    check_rows(exp(y.view() - max(y.view(), {0, 1, 2}, keepdims)), {1e-12, 1e-15}, 8, "exp(y - max over all)");
+    auto z = test::random_tensor<float>({6, 3, n, 5}, salt + 2, -2, 2);
+    check_rows(z.view() + prod(z.view() * 0.5f + 1.0f, {1, 2, 3}, keepdims), {1e-5, 1e-6}, 64, "z + prod over 3 axes");
+    auto w = test::random_tensor<float>({6, 4, 3, n}, salt + 3, -2, 2);
+    check_rows(transpose(w.view(), {3, 2, 1, 0}) - mean(z.view(), {1, 2, 3}), {1e-6, 1e-6}, 8,
+               "no keepdims, kept axis along the output's last, rank 4");
+    // int8 sums wrap as the CPU's do; a block whose extent is 0 along one axis reduces nothing.
+    auto q = test::random_tensor<std::int8_t>({3, n, 4}, salt + 4, -128, 127);
+    const auto got = run_rows<std::int8_t>(q.view() + sum(q.view(), {1, 2}, keepdims));
+    tensor<std::int8_t, 3> want({3, n, 4});
+    eval(want, q.view() + sum(q.view(), {1, 2}, keepdims));
+    CHECK(same_bits(got, want));
+  }
+  // Empty blocks: a sum of nothing is 0, a mean of nothing NaN, as on the CPU.
+  auto e = test::random_tensor<float>({3, 0, 4}, 1600);
+  auto r = test::random_tensor<float>({3, 5, 4}, 1601);
+  for (const bool take_mean : {false, true}) {
+    tensor<float, 3> out({3, 5, 4}), cpu({3, 5, 4});
+    if (take_mean) {
+      cuda::eval(out, r.view() + mean(e.view(), {0, 1}, keepdims), cuda::emulated);
+      eval(cpu, r.view() + mean(e.view(), {0, 1}, keepdims));
+      CHECK(std::isnan(out.data()[0]));
+    } else {
+      cuda::eval(out, r.view() + sum(e.view(), {0, 1}, keepdims), cuda::emulated);
+      eval(cpu, r.view() + sum(e.view(), {0, 1}, keepdims));
+      CHECK(same_bits(out, r));
+    }
+    CHECK(same_bits(out, cpu));
+  }
+}
+
 TEST_CASE("cuda emulated rows: what does not run is an error") {
   auto x = test::random_tensor<float>({6, 40}, 41);
   tensor<float, 2> out({6, 40}), t({40, 6});
@@ -340,10 +399,17 @@ TEST_CASE("cuda emulated rows: what does not run is an error") {
       doctest::Contains("no order of the iteration"), error);
   CHECK_THROWS_WITH_AS(cuda::eval(out, softmax(x.view(), 0) * softmax(x.view(), 1), cuda::emulated),
                        doctest::Contains("no order of the iteration"), error);
-  // A reduction over two axes inside a tree.
+  // A reduction over three axes into a rank-2 output whose kept axis takes one of its two
+  // coordinates: none is left for its sub-rows.
+  tensor<float, 4> y4({5, 2, 3, 40});
+  tensor<float, 2> out2({6, 5});
+  CHECK_THROWS_WITH_AS(
+      cuda::eval(out2, test::random_tensor<float>({6, 5}, 42).view() + mean(y4.view(), {1, 2, 3}), cuda::emulated),
+      doctest::Contains("needs as many output axes"), error);
+  // A softmax, inside a reduction over two axes, whose rows move along one of them.
   tensor<float, 3> y3({2, 6, 40});
-  CHECK_THROWS_WITH_AS(cuda::eval(y3, y3.view() - mean(y3.view(), {0, 1}, keepdims), cuda::emulated),
-                       doctest::Contains("over several axes"), error);
+  CHECK_THROWS_WITH_AS(cuda::eval(y3, y3.view() - mean(softmax(y3.view(), 2), {1, 2}, keepdims), cuda::emulated),
+                       doctest::Contains("inside a reduction over several axes"), error);
   // A root reduction of a tree whose row node's rows run across its reduced axis.
   tensor<float, 1> r6({6});
   CHECK_THROWS_WITH_AS(cuda::eval(r6, sum(transpose(softmax(t.view())), -1), cuda::emulated),

@@ -124,6 +124,31 @@ def @main(%x: Tensor[(300, 6), float32], %y: Tensor[(30, 1100), float32]) {
   (%3, %5, %9)
 })";
 
+// Instance norm as TVM's SimplifyInference writes it (mean and variance over H and W, kept; the
+// scale and shift expanded to [C, 1, 1]), beside a variance over two axes that reads a mean over
+// one of them (whose rows move along the other: stored first), and a block sum without
+// keepdims read by a tree (a kernel's root).
+const char* instance_norm = R"(
+def @main(%x: Tensor[(2, 3, 7, 9), float32], %gamma: Tensor[(3), float32], %beta: Tensor[(3), float32]) {
+  %0 = mean(%x, axis=[2, 3], keepdims=True);
+  %1 = variance(%x, %0, axis=[2, 3], keepdims=True);
+  %2 = add(%1, 1e-05f);
+  %3 = sqrt(%2);
+  %4 = subtract(%x, %0);
+  %5 = divide(%4, %3);
+  %6 = expand_dims(%gamma, axis=1, num_newaxis=2);
+  %7 = multiply(%5, %6);
+  %8 = expand_dims(%beta, axis=1, num_newaxis=2);
+  %9 = add(%7, %8);
+  %10 = mean(%x, axis=[3], keepdims=True);
+  %11 = variance(%x, %10, axis=[2, 3], keepdims=True, unbiased=True);
+  %12 = add(%x, %11);
+  %13 = sum(%x, axis=[0, 2, 3]);
+  %14 = expand_dims(%13, axis=1, num_newaxis=2);
+  %15 = multiply(%x, %14);
+  (%9, %12, %15)
+})";
+
 // Five softmaxes into one sum: 10 row values, more than one row kernel holds (8).
 const char* many_rows = R"(
 def @main(%x: Tensor[(3, 50), float32]) {
@@ -194,6 +219,25 @@ def @main(%x: Tensor[(20, 20), float32]) {
   add(%0, %0)
 })")
             .cuda == 2);
+  // Instance norm: one kernel (the CPU stores the mean and the variance first). Beside it, the
+  // mean that a variance's block crosses and the sum without keepdims are stored; the three
+  // results, of one shape, are one pass.
+  module inorm = parse("inorm.relay", instance_norm);
+  const plan ip = plan_for(inorm, plan_target::cuda);
+  REQUIRE(ip.kernels.size() == 3);
+  CHECK(ip.kernels[0].outputs[0]->callee->name == "sum");
+  CHECK(ip.kernels[1].outputs[0]->callee->name == "mean");
+  CHECK(ip.kernels[2].outputs.size() == 3);
+  CHECK(kernels_of(R"(
+def @main(%x: Tensor[(2, 3, 7, 9), float32]) {
+  %0 = mean(%x, axis=[2, 3], keepdims=True);
+  %1 = variance(%x, %0, axis=[2, 3], keepdims=True);
+  %2 = add(%1, 1e-05f);
+  %3 = sqrt(%2);
+  %4 = subtract(%x, %0);
+  divide(%4, %3)
+})")
+            .cuda == 1);
   // Scale, mask, softmax and requantize: one kernel.
   const counts attention = kernels_of(masked_softmax);
   CHECK(attention.cuda == 1);
@@ -285,6 +329,7 @@ TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or th
                                                         {"rooted", rooted},
                                                         {"many_rows", many_rows},
                                                         {"column_rows", column_rows},
+                                                        {"instance_norm", instance_norm},
                                                         {"returned_twice", fuse::test::returned_twice},
                                                         {"shifts", fuse::test::shifts},
                                                         {"clashing_names", fuse::test::clashing_names},

@@ -18,21 +18,23 @@
 // Memory: a real launch reads and writes device views only (fuse::cuda::tensor, fuse::cuda::view;
 // fuse/cuda/memory.hpp), the emulator host memory only; anything else is a named static_assert.
 //
-// A tree that holds row nodes (sum, mean, max, min, prod over one axis; softmax and
+// A tree that holds row nodes (sum, mean, max, min, prod over any axes; softmax and
 // log_softmax; layer_norm), anywhere in it, is one launch of the row kernel
 // (fuse/cuda/row_kernel.hpp, bound as fuse/cuda/row_program.hpp says): `x - mean(x, -1,
 // keepdims)`, a residual add under a layer norm, TVM's decomposed layer norm, softmax of a scaled
 // and masked tree with a requantize after it. A reduction at the root of an eval, over any
 // axes, writes one value per output element.
 //
-// Row nodes may reduce (one axis) or normalise any axis inside a tree (`x - mean(x, 0)`,
+// Row nodes may reduce or normalise any axis inside a tree (`x - mean(x, 0)`,
 // `softmax(x, 1) * 2`): where their rows would run along the output's last axis the kernel
 // iterates with another axis last (run_row_program).
 //
-// Not yet (issue 14): a reduction over several axes inside a larger tree (or a root reduction
-// over other axes than the last of a tree with row nodes), row nodes read through a reshape,
-// contractions, outputs that overlap inputs at other addresses, 32-bit indexing inside the
-// evaluators.
+// A reduction over several axes inside a tree walks its block as sub-rows along coordinates
+// its kept axes leave free (fuse/cuda/row_program.hpp); a root reduction over any axes may hold
+// row nodes that stay fixed along its reduced axes.
+//
+// Not yet (issue 14): row nodes read through a reshape, contractions, outputs that overlap
+// inputs at other addresses, 32-bit indexing inside the evaluators.
 #pragma once
 
 #include <cstddef>
@@ -239,9 +241,11 @@ small_vector<bind::leaf_info, 16> phase_leaves(const Phases& phases, const index
         [&](const auto& ph) {
           index_array<Q> e = ext;
           e[Q - 1] = ph.n;
+          for (std::size_t k = 0; k + 1 < Q; ++k)
+            if ((ph.sub_mask >> k) & 1) e[k] = ph.sub_extent[k];  // (the coordinates its sub-rows walk)
           ph.ev.for_each_leaf(
               [&](bind::leaf_info l) {
-                l.folded = l.folded && ph.n == ext[Q - 1];
+                l.folded = l.folded && ph.n == ext[Q - 1] && ph.sub_mask == 0;
                 leaves.push_back(l);
               },
               e);
@@ -302,13 +306,6 @@ void run_root_reduction(const tensor_view<T, static_cast<int>(R), M>& out, const
   if (!(out.shape().array() == n.shape().array()))
     throw_shape_error("cuda::eval: ", reduce_name(K), ": output shape ", out.shape().array(),
                       " differs from the result's ", n.shape().array());
-  bool last_only = true;
-  for (std::size_t d = 0; d < Q; ++d)
-    if ((n.reduced[d] != 0) != (d + 1 == Q)) last_only = false;
-  if (!last_only && tree_has<row_node_pred, Child>())
-    throw error(std::string("cuda::eval: ") + reduce_name(K) +
-                " over axes other than the last one alone, of a tree that holds a reduction, softmax or layer "
-                "norm, does not run on CUDA yet (issue 14)");
   if (out.size() == 0) return;
   // The iteration space: kept axes (in order), then reduced axes (in order).
   const index_array<Q> in = n.child.shape().array();
@@ -331,6 +328,11 @@ void run_root_reduction(const tensor_view<T, static_cast<int>(R), M>& out, const
   using Ph = row_phase<K, reduce_partial_t<K, compute_t<V>>, phase_result::dtype, V, Ev>;
   row_params<Q, Phases, row_result<T, Q, Ph>> p{};
   row_binder<Phases> binder(&p.phases);
+  // The reduced axes before the last are walked inside each output element's row (sub-rows):
+  // the row nodes of the tree must not move along them (their values are computed once a row).
+  std::uint64_t sub_axes = 0;
+  for (std::size_t k = kept; k + 1 < Q; ++k) sub_axes |= std::uint64_t{1} << k;
+  binder.walk_inside_rows(sub_axes);
   p.fin.phase = Ph{bind::bind<Mode>(child, bind::affine_map<Q, Q>::identity(), binder), ext[Q - 1]};
   if (!binder.complete()) throw error("cuda::eval: internal error: the row program's phases were not all bound");
   if (binder.rows_across())

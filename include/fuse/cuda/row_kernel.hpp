@@ -108,17 +108,34 @@ FUSE_HD S row_allreduce(S acc, std::uint32_t G, std::uint32_t tid, Block& blk) {
   return r;
 }
 
-/// The value of phase ph for the row whose coordinates and earlier values are x.
+/// The value of phase ph for the row whose coordinates and earlier values are x. A reduction
+/// over several axes walks its block of sub-rows: an odometer over the coordinates it borrows
+/// (by constant indices: x stays in registers), which it gives back as it found them.
 template <class Ph, class Block>
-FUSE_HD typename Ph::value_type phase_value(const Ph& ph, const index_t* x, std::uint32_t lane, std::uint32_t G,
+FUSE_HD typename Ph::value_type phase_value(const Ph& ph, index_t* x, std::uint32_t lane, std::uint32_t G,
                                             std::uint32_t tid, Block& blk) {
+  constexpr std::size_t Q = Ph::rank;
   using S = typename Ph::partial_type;
   using P = reduce_partial<Ph::kind, S>;
   auto ev = ph.ev;  // row() keeps per-row state
-  ev.row(x);
   S acc = P::identity();
-  FUSE_DEVICE_NO_UNROLL
-  for (index_t j = lane; j < ph.n; j += G) acc = P::combine(acc, static_cast<S>(ev.get(j)));
+  index_t saved[Q] = {};
+  for (std::size_t k = 0; k + 1 < Q; ++k)
+    if ((ph.sub_mask >> k) & 1) saved[k] = x[k], x[k] = 0;
+  for (;;) {
+    ev.row(x);
+    FUSE_DEVICE_NO_UNROLL
+    for (index_t j = lane; j < ph.n; j += G) acc = P::combine(acc, static_cast<S>(ev.get(j)));
+    bool more = false;
+    for (std::size_t k = Q - 1; k-- > 0;)
+      if (!more && ((ph.sub_mask >> k) & 1)) {
+        if (++x[k] < ph.sub_extent[k]) more = true;
+        else x[k] = 0;
+      }
+    if (!more) break;
+  }
+  for (std::size_t k = 0; k + 1 < Q; ++k)
+    if ((ph.sub_mask >> k) & 1) x[k] = saved[k];
   return ph.finish(row_allreduce<Ph::kind>(acc, G, tid, blk));
 }
 

@@ -25,11 +25,15 @@
 // The phases' types are known from the tree's type alone (`phase_list`), so a kernel's parameter
 // holds them in a fuse::tuple; the binder fills that tuple in the same order.
 //
-// A row node may reduce (one axis) or normalise any axis of its input: its phases walk that
-// axis; its other coordinates must stay fixed along the iteration's last axis (the binder notes
-// where they do not, and the executor then iterates with another axis last: `x - mean(x, 0)`).
+// A row node may reduce or normalise any axis of its input: its phases walk that axis; its other
+// coordinates must stay fixed along the iteration's last axis (the binder notes where they do
+// not, and the executor then iterates with another axis last: `x - mean(x, 0)`). A reduction over
+// several axes walks its last one so, and the others along iteration coordinates its kept axes
+// leave free (`borrow_coordinates`), which its phase sets sub-row after sub-row and restores; the
+// row nodes inside it must not move along those.
 //
-// Limits (errors, not silent): a reduction over several axes inside a tree, a row node read
+// Limits (errors, not silent): a reduction over several axes without coordinates enough for its
+// block, row nodes that move along the axes a reduction around them walks, a row node read
 // through a reshape, rows that no order of the iteration keeps apart, and more than
 // `max_row_values` values per row.
 #pragma once
@@ -257,8 +261,15 @@ struct row_phase {
   /// >= 0: the same value as an earlier phase's (the same node over the same rows, met again:
   /// TVM's decomposed layer norm reads mean(x) twice), copied instead of computed.
   int copy_from = -1;
+  /// A reduction over several axes: its row is a block of sub-rows. Its reduced axes but the
+  /// walked one read iteration coordinates that its kept axes do not (bit k: coordinate k), which
+  /// the phase sets itself, sub-row after sub-row (extents `sub_extent`), and restores; `count`
+  /// is then the block's element count. (0: one row of n elements.)
+  std::uint64_t sub_mask = 0;
+  index_array<rank> sub_extent{};
+  index_t count = 0;
 
-  FUSE_HD value_type finish(S acc) const { return finish(acc, n); }
+  FUSE_HD value_type finish(S acc) const { return finish(acc, sub_mask ? count : n); }
   /// The result of `count` elements combined into acc.
   FUSE_HD value_type finish(S acc, index_t count) const {
     if constexpr (F == phase_result::dtype) return as_stored<T>(reduce_finish<K, T>(acc, count));
@@ -285,19 +296,29 @@ using row_bound_t =
 /// The map over the row of a row node's input (rank Rc) along its axis `a`, from the node's map
 /// m (rank R: Rc, or Rc - 1 for a reduction without keepdims): the input's other coordinates as
 /// m gives the node's, coordinate a running along the row (x[Q - 1]).
+/// A reduction without keepdims drops its reduced axes (reduced[d] != 0; Rc - R of them): the
+/// input's kept axes take the node's coordinates in order. Its other reduced axes are left
+/// constant (0) here.
 template <std::size_t Q, std::size_t R, std::size_t Rc>
-bind::affine_map<Q, Rc> row_map(const bind::affine_map<Q, R>& m, std::size_t a) {
-  static_assert(R == Rc || R + 1 == Rc, "a row node keeps its input's rank, or drops its one reduced axis");
+bind::affine_map<Q, Rc> row_map(const bind::affine_map<Q, R>& m, std::size_t a, const index_array<Rc>& reduced) {
+  static_assert(R <= Rc, "a row node keeps its input's rank, or drops its reduced axes");
   bind::affine_map<Q, Rc> c;
-  for (std::size_t d = 0; d < Rc; ++d) {
+  for (std::size_t d = 0, k = 0; d < Rc; ++d) {
     if (d == a) {
       c.src[d] = static_cast<index_t>(Q - 1), c.scale[d] = 1, c.offset[d] = 0;
+    } else if (R < Rc && reduced[d] != 0) {
+      c.src[d] = -1, c.scale[d] = 0, c.offset[d] = 0;
     } else {
-      const std::size_t k = R == Rc || d < a ? d : d - 1;  // the node's coordinate
       c.src[d] = m.src[k], c.scale[d] = m.scale[k], c.offset[d] = m.offset[k];
     }
+    if (R == Rc || reduced[d] == 0) ++k;  // the node's coordinate of the next axis
   }
   return c;
+}
+/// The same for a node that keeps its input's rank (softmax, layer norm, keepdims).
+template <std::size_t Q, std::size_t R>
+bind::affine_map<Q, R> row_map(const bind::affine_map<Q, R>& m, std::size_t a) {
+  return row_map<Q, R, R>(m, a, index_array<R>{});
 }
 
 template <class Mode, std::size_t Q, class N, node_kind K = kind_of<N>>
@@ -415,16 +436,33 @@ class row_binder {
       std::size_t a = Rc, count = 0;
       for (std::size_t d = 0; d < Rc; ++d)
         if (n.reduced[d] != 0) a = d, ++count;
-      if (count != 1)
+      if (count == 0)
         throw error(std::string("fuse::cuda::eval: ") + reduce_name(N::kind) +
-                    " over several axes (or none), inside a larger tree, does not run on CUDA yet");
-      note_rows<Q>(m, N::rank == Rc ? a : N::rank);
-      const auto rows = row_map<Q, N::rank, Rc>(m, a);
+                    " over no axis, inside a larger tree, does not run on CUDA (it is its input: drop it)");
+      const auto in = n.child.shape().array();
+      // The walked axis is the last reduced one (the innermost in memory, usually: coalesced).
+      std::uint64_t walked = 0;  // the node's coordinates of its reduced axes (none without keepdims)
+      if constexpr (N::rank == Rc)
+        for (std::size_t d = 0; d < Rc; ++d)
+          if (n.reduced[d] != 0) walked |= std::uint64_t{1} << d;
+      note_rows<Q>(m, walked);
+      auto rows = row_map<Q, N::rank, Rc>(m, a, n.reduced);
+      // The other reduced axes read coordinates the kept ones leave alone, which the phase walks.
+      std::uint64_t sub_mask = 0;
+      index_array<Q> sub_extent{};
+      if (count > 1) sub_mask = borrow_coordinates<Q>(rows, n.reduced, in, a, sub_extent, reduce_name(N::kind), count);
       const int earlier = seen_before(n, rows);
+      const std::uint64_t was = borrowed_;
+      borrowed_ |= sub_mask;
       auto ev = bind::bind<Mode>(n.child, rows, *this);
+      borrowed_ = was;
       const int slot = take_values(1);
       using P = row_phase<N::kind, reduce_partial_t<N::kind, compute_t<T>>, phase_result::dtype, T, decltype(ev)>;
-      store(slot, P{ev, n.child.shape()[a], earlier});
+      P phase{ev, in[a], earlier, sub_mask, sub_extent, 1};
+      for (std::size_t d = 0; d < Rc; ++d)
+        if (n.reduced[d] != 0) phase.count *= in[d];
+      if (phase.count == 0) phase.n = 0, phase.sub_mask = 0;  // an empty block: nothing to walk
+      store(slot, phase);
       remember(n, rows, slot);
       return row_value_eval<T, Q>{{}, slot};
     } else if constexpr (K == node_kind::softmax) {
@@ -464,9 +502,9 @@ class row_binder {
   auto bind_two_values(const N& n, const In& in, const Map& m, Make&& make) {
     constexpr std::size_t R = N::rank;
     const auto a = static_cast<std::size_t>(n.axis);
-    note_rows<Q>(m, a);
+    note_rows<Q>(m, std::uint64_t{1} << a);
     const int first = next_;
-    const auto rows = row_map<Q, R, R>(m, a);
+    const auto rows = row_map<Q, R>(m, a);
     const int earlier = seen_before(n, rows);
     auto ev = bind::bind<Mode>(in, rows, *this);
     const int slot = take_values(2);
@@ -484,6 +522,9 @@ class row_binder {
     return 0;
   }
 
+  /// Iteration coordinates (bit k: coordinate k) that the kernel walks inside each row (a root
+  /// reduction's reduced axes but the last): no row node may move along them.
+  void walk_inside_rows(std::uint64_t coordinates) { borrowed_ |= coordinates; }
   /// Values taken so far (after binding: the number of phases).
   int values() const { return next_; }
   /// Whether a row node's rows run along the iteration's last axis (its coordinates other than
@@ -503,13 +544,50 @@ class row_binder {
   /// normalised one; R for none) move along: one group of threads computes a row's values for
   /// one output row, so none of them may move along the iteration's last axis.
   template <std::size_t Q, std::size_t R>
-  void note_rows(const bind::affine_map<Q, R>& m, std::size_t walked) {
+  void note_rows(const bind::affine_map<Q, R>& m, std::uint64_t walked) {
     static_assert(Q >= 1, "a row program iterates over rank 1 or more");
     for (std::size_t d = 0; d < R; ++d)
-      if (d != walked && m.src[d] >= 0 && m.scale[d] != 0) {
+      if (!((walked >> d) & 1) && m.src[d] >= 0 && m.scale[d] != 0) {
+        if ((borrowed_ >> m.src[d]) & 1)
+          throw error(
+              "fuse::cuda::eval: a reduction, softmax or layer norm inside a reduction over several axes, whose rows "
+              "move along the axes that reduction walks, does not run on CUDA: evaluate it first");
         row_axes_ |= std::uint64_t{1} << m.src[d];
         rows_across_ = rows_across_ || m.depends(d, Q - 1);
       }
+  }
+  /// For a reduction over several axes, its map `rows` over its input (the walked axis `a` along
+  /// the iteration's last coordinate): each other reduced axis gets an iteration coordinate
+  /// before the last that no kept axis reads (the later the axis, the later the coordinate: the
+  /// phase then walks its block in memory order), with that axis's extent in `sub_extent`.
+  /// Returns those coordinates (bit k: coordinate k).
+  template <std::size_t Q, std::size_t Rc, class Reduced>
+  static std::uint64_t borrow_coordinates(bind::affine_map<Q, Rc>& rows, const Reduced& reduced,
+                                          const index_array<Rc>& in, std::size_t a, index_array<Q>& sub_extent,
+                                          const char* name, std::size_t count) {
+    static_assert(Q <= 64, "coordinates are bits of a 64-bit mask");
+    std::uint64_t used = 0, taken = 0;
+    for (std::size_t d = 0; d < Rc; ++d)
+      if (!reduced[d] && rows.src[d] >= 0 && rows.scale[d] != 0) used |= std::uint64_t{1} << rows.src[d];
+    std::size_t k = Q - 1;  // candidates: k - 1, k - 2, ..., 0
+    for (std::size_t d = Rc; d-- > 0;) {
+      if (!reduced[d] || d == a) continue;
+      if (in[d] == 1) {  // nothing to walk: coordinate 0
+        rows.src[d] = -1, rows.scale[d] = 0, rows.offset[d] = 0;
+        continue;
+      }
+      while (k > 0 && ((used >> (k - 1)) & 1)) --k;
+      if (k == 0)
+        throw error(std::string("fuse::cuda::eval: ") + name + " over " + std::to_string(count) +
+                    " axes inside a larger tree needs as many output axes, less one, that its kept axes do not "
+                    "follow (it walks its block of sub-rows along them): keep its reduced axes (keepdims) or "
+                    "evaluate it first");
+      --k;
+      rows.src[d] = static_cast<index_t>(k), rows.scale[d] = 1, rows.offset[d] = 0;
+      taken |= std::uint64_t{1} << k;
+      sub_extent[k] = in[d];
+    }
+    return taken;
   }
   int take_values(int count) {
     const int first = next_;
@@ -589,6 +667,8 @@ class row_binder {
   }
 
   Phases* phases_ = nullptr;
+  /// Coordinates that the phase of an enclosing reduction over several axes walks itself.
+  std::uint64_t borrowed_ = 0;
   bool rows_across_ = false;
   std::uint64_t row_axes_ = 0;
   std::vector<met> met_;

@@ -57,13 +57,14 @@ enum class plan_target { cpu, cuda };
 /// How to plan. The defaults are fuse's planner; `--planner tvm` stores the roots of TVM's
 /// groups and merges nothing, so the header runs TVM's grouping on fuse's loops.
 ///
-/// For CUDA (`target = plan_target::cuda`) a row node over one axis (sum, mean, max, min, prod,
-/// variance over one axis; softmax, log_softmax, layer_norm along any) is not stored but fused
+/// For CUDA (`target = plan_target::cuda`) a row node (sum, mean, max, min, prod, variance over
+/// one axis, or over several with keepdims; softmax, log_softmax, layer_norm along any) is not
+/// stored but fused
 /// into the tree that reads it (the row kernel computes it per line of the output: `x -
 /// mean(x)`, TVM's decomposed layer norm, softmax and its requantize, `x - mean(x, axis=[0])` are
 /// one kernel), as long as every op between it and its kernel's root aligns its axes with the
 /// output's last ones (elementwise ops with their broadcasts, casts, bias_add, broadcast_to, and
-/// for one along its last axis other such row nodes), one kernel reads it, the tree holds at most
+/// other row nodes reading it along axes its rows do not move along), one kernel reads it, the tree holds at most
 /// 8 row values (a reduction counts 1, softmax and layer norm 2), and some axis of the output lies
 /// outside every row node's other axes (the one the kernel walks last). Any other row node is the
 /// root of its own kernel, as on the CPU. A contraction is an error: contractions do not run on
