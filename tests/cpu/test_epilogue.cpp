@@ -176,13 +176,84 @@ TEST_CASE("contraction leaves that a block cannot serve are evaluated whole, onc
   stats = eval_blocked(out2, e2);
   CHECK(stats.whole_leaves == 1);
   expect_matches(out2, reference(e2), cell_tol(7), 0, "strided slice of a contraction");
-  // batch_matmul inside a tree.
-  auto qa = test::random_tensor({3, 5, 8}, 603, -1, 1);
-  auto kb = test::random_tensor({3, 6, 8}, 604, -1, 1);
-  const auto e3 = exp(batch_matmul(qa, kb) * 0.5f);
-  tensor<float, 3> out3({3, 5, 6});
-  eval_blocked(out3, e3);
-  expect_matches(out3, reference(e3), cell_tol(8), 0, "batch_matmul in a tree");
+}
+
+TEST_CASE("batch_matmul in a tree: computed block by block, per batch, never whole") {
+  for (auto [b, m, n, k] : {std::tuple<index_t, index_t, index_t, index_t>{3, 5, 6, 8},
+                            {1, 1, 1, 1},
+                            {2, 7, 17, 65},
+                            {4, 300, 70, 9},
+                            {2, 33, 385, 64}}) {
+    CAPTURE(b);
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    const auto salt = static_cast<std::uint64_t>(b * 1000000 + m * 1000 + n + k);
+    auto q = test::random_tensor({b, m, k}, salt, -1, 1);
+    auto kt = test::random_tensor({b, n, k}, salt + 1, -1, 1);
+    auto mask = test::random_tensor({m, n}, salt + 2, -4, 0);
+    for (const index_t budget : {index_t{64}, epilogue_block{}.elements}) {
+      block_budget bb(budget);
+      // Scaled scores plus an additive mask broadcast over the batch: attention's epilogue.
+      const auto e = exp(batch_matmul(q, kt) * 0.125f + mask);
+      tensor<float, 3> out({b, m, n});
+      stats = eval_blocked(out, e);
+      CHECK(stats.whole_leaves == 0);
+      CHECK(stats.partial_leaves >= stats.blocks);
+      expect_matches(out, reference(e), cell_tol(k), 0, "exp(batch_matmul * s + mask)");
+      // Transposed operands (trans_a: A as [B, K, M]; B as [B, K, N]) and a batch of one
+      // broadcast against the other's.
+      auto qt = test::random_tensor({b, k, m}, salt + 3, -1, 1);
+      auto kn = test::random_tensor({1, k, n}, salt + 4, -1, 1);
+      const auto et = batch_matmul(qt, kn, true, false) - 1.0f;
+      stats = eval_blocked(out, et);
+      CHECK(stats.whole_leaves == 0);
+      expect_matches(out, reference(et), cell_tol(k), 0, "batch_matmul(trans_a, broadcast batch) - 1");
+      // Read transposed: the batch walks the pass's row axis, several batches a block.
+      tensor<float, 3> outt({m, b, n});
+      const auto tr = transpose(batch_matmul(q, kt), {1, 0, 2}) * 2.0f;
+      stats = eval_blocked(outt, tr);
+      CHECK(stats.whole_leaves == 0);
+      expect_matches(outt, reference(tr), cell_tol(k), 0, "transpose(batch_matmul) * 2");
+    }
+  }
+  // int8 operands, int32 scores: exact, with the int8 requantize of attention's scores.
+  auto q8 = test::random_tensor<std::int8_t>({3, 37, 64}, 620, -128, 127);
+  auto k8 = test::random_tensor<std::int8_t>({3, 41, 64}, 621, -128, 127);
+  for (index_t i = 0; i < 64; ++i) q8.data()[i] = -128, k8.data()[i] = -128;  // the largest products
+  const auto s8 = batch_matmul(q8, k8) + 0;
+  tensor<std::int32_t, 3> out8({3, 37, 41});
+  stats = eval_blocked(out8, s8);
+  CHECK(stats.whole_leaves == 0);
+  expect_matches(out8, reference(s8), {}, 0, "int8 batch_matmul in a tree");
+  const auto r8 = cast<std::int8_t>(clip(right_shift(batch_matmul(q8, k8), 8), -128, 127));
+  tensor<std::int8_t, 3> req({3, 37, 41});
+  stats = eval_blocked(req, r8);
+  CHECK(stats.whole_leaves == 0);
+  expect_matches(req, reference(r8), {}, 0, "int8 scores requantized by a shift");
+}
+
+TEST_CASE("dense over rank-3 activations in a tree: rows flattened over the leading axes, by blocks") {
+  for (auto [b, s, k, n] : {std::tuple<index_t, index_t, index_t, index_t>{2, 7, 13, 17}, {3, 300, 40, 33}}) {
+    CAPTURE(s);
+    auto x = test::random_tensor({b, s, k}, 630 + static_cast<std::uint64_t>(s), -1, 1);
+    auto w = test::random_tensor({n, k}, 631, -1, 1);
+    auto bias = test::random_tensor({n}, 632, -1, 1);
+    auto r = test::random_tensor({b, s, n}, 633, -1, 1);
+    block_budget bb(256);
+    // BERT's output projection with its residual: dense(x, W) + bias + r over [B, S, N].
+    const auto e = bias_add(dense(x, w), bias, -1) + r;
+    tensor<float, 3> out({b, s, n});
+    stats = eval_blocked(out, e);
+    CHECK(stats.whole_leaves == 0);
+    CHECK(stats.partial_leaves >= stats.blocks);
+    expect_matches(out, reference(e), cell_tol(k), 0, "dense(x3, W) + bias + r");
+    // An expression operand of rank 3: evaluated whole, then read by blocks.
+    const auto ex = dense(tanh(x), w) * 0.5f;
+    stats = eval_blocked(out, ex);
+    CHECK(stats.whole_leaves == 0);
+    expect_matches(out, reference(ex), cell_tol(k), 0, "dense(tanh(x3), W) / 2");
+  }
 }
 
 TEST_CASE("an output that later blocks read elsewhere goes through temporaries") {
@@ -319,6 +390,26 @@ TEST_CASE("prologue by rows: expression operands evaluated block by block, whole
   stats = eval_blocked(out8, e8);
   CHECK(stats.prologue_row_blocks == stats.blocks);
   expect_matches(out8, reference(e8), {}, 0, "dense(cast<int8>(clip(round(x * s))), w8) by rows");
+
+  // batch_matmul's quantized A (attention's Q: heads of a float projection, rounded to int8):
+  // evaluated per batch and row block as the blocks read it.
+  auto xq = test::random_tensor({37, 3, 64}, 908, -2, 2);
+  for (auto& v : xq) {
+    const double t = double(v) * 60.0, f = t - std::floor(t);
+    if (std::abs(f - 0.5) < 0.01) v = float((std::floor(t) + 0.25) / 60.0);
+  }
+  auto k8 = test::random_tensor<std::int8_t>({3, 41, 64}, 909, -128, 127);
+  const auto qh = cast<std::int8_t>(clip(round(transpose(xq.view(), {1, 0, 2}) * 60.0f), -128, 127));
+  for (const index_t budget : {index_t{64 * 20}, epilogue_block{}.elements}) {
+    block_budget bq(budget);
+    const auto eq = batch_matmul(qh, k8) + 0;
+    tensor<std::int32_t, 3> outq({3, 37, 41});
+    stats = eval_blocked(outq, eq);
+    CHECK(stats.whole_leaves == 0);
+    CHECK(stats.prologue_row_blocks > 0);
+    CHECK(stats.prologue_row_blocks <= stats.blocks);
+    expect_matches(outq, reference(eq), {}, 0, "batch_matmul(int8 heads of x, k8) by rows");
+  }
 
   // The pass writes what the operand reads (h updated in place): evaluated whole, first.
   block_budget bb(64);

@@ -94,21 +94,32 @@ struct operand_memory {
   /// that evaluates them (set only for a by-rows operand).
   std::optional<E> expr;
   Ctx* ctx = nullptr;
-  index_t row0 = -1, nrows = 0;
+  index_t batch0 = -1, row0 = -1, nrows = 0;
   std::size_t evaluations = 0;  ///< row blocks evaluated so far
 
   /// Whether the operand is evaluated by rows, as blocks ask for them.
   bool lazy() const { return ctx != nullptr; }
 
-  /// The rows [i0, i0 + m) of a by-rows operand, contiguous (row stride: the last extent).
-  const T* rows(index_t i0, index_t m) {
-    if constexpr (R == 2 && !is_tensor_view<E>::value) {
-      if (i0 != row0 || m != nrows) {
-        if (!owned || owned->shape()[0] < m) owned.emplace(dynamic_shape<2>({m, ext[1]}));
-        const index_t k = ext[1];
-        tensor_view<T, 2> dst(owned->data(), dynamic_shape<2>({m, k}), index_array<2>{k, 1});
-        ctx->eval_into(dst, strided_slice(*expr, {i0, index_t{0}}, {i0 + m, k}));
+  /// The rows [i0, i0 + m) (of batch bi, for a batch_matmul's operand of rank 3; a batch of one
+  /// serves every batch) of a by-rows operand, contiguous (row stride: the last extent).
+  const T* rows(index_t bi, index_t i0, index_t m) {
+    if constexpr ((R == 2 || R == 3) && !is_tensor_view<E>::value) {
+      const index_t b = R == 3 && ext[0] != 1 ? bi : 0;
+      if (b != batch0 || i0 != row0 || m != nrows) {
+        const index_t k = ext[R - 1];
+        if (!owned || product(owned->shape().array()) < m * k) {
+          if constexpr (R == 2) owned.emplace(dynamic_shape<2>({m, k}));
+          else owned.emplace(dynamic_shape<3>({1, m, k}));
+        }
+        if constexpr (R == 2) {
+          tensor_view<T, 2> dst(owned->data(), dynamic_shape<2>({m, k}), index_array<2>{k, 1});
+          ctx->eval_into(dst, strided_slice(*expr, {i0, index_t{0}}, {i0 + m, k}));
+        } else {
+          tensor_view<T, 3> dst3(owned->data(), dynamic_shape<3>({1, m, k}), index_array<3>{m * k, k, 1});
+          ctx->eval_into(dst3, strided_slice(*expr, {b, i0, index_t{0}}, {b + 1, i0 + m, k}));
+        }
         ++evaluations;
+        batch0 = b;
         row0 = i0;
         nrows = m;
       }
@@ -117,6 +128,12 @@ struct operand_memory {
       return data;
     }
   }
+  /// A key of the rows [i0, ..) of batch bi, unique within the operand (for the packed rows'
+  /// cache: one buffer holds different rows over time).
+  index_t rows_key(index_t bi, index_t i0) const {
+    if constexpr (R == 3) return (ext[0] != 1 ? bi : 0) * ext[1] + i0;
+    else return i0;
+  }
 
   /// `avoid`: byte ranges about to be written (outputs of a blocked pass); a view overlapping
   /// one is copied rather than read in place. `by_rows`: an expression operand of rank 2 may be
@@ -124,7 +141,7 @@ struct operand_memory {
   operand_memory(const E& e, std::size_t flatten, Ctx& context, const byte_ranges* avoid = nullptr,
                  bool by_rows = false)
       : ext(e.shape().array()) {
-    if constexpr (!is_tensor_view<E>::value && R == 2) {
+    if constexpr (!is_tensor_view<E>::value && (R == 2 || R == 3)) {
       byte_ranges reads;
       if (by_rows && avoid && leaf_byte_ranges(e, reads)) {
         bool clear = true;
@@ -133,7 +150,9 @@ struct operand_memory {
         if (clear) {
           expr.emplace(e);
           ctx = &context;
-          str = index_array<R>{ext[R - 1], 1};  // the rows buffer
+          // the rows buffer (of one batch, for rank 3)
+          if constexpr (R == 2) str = index_array<R>{ext[R - 1], 1};
+          else str = index_array<R>{0, ext[R - 1], 1};
           for (std::size_t i = 0; i < reads.size(); ++i) {
             if (reads[i].first == reads[i].second) continue;
             if (!lo || reads[i].first < lo) lo = reads[i].first;
@@ -244,7 +263,7 @@ struct contract_operands {
       // An expression A of a dense/matmul in a blocked pass is evaluated by row blocks (the
       // prologue): only the rows a block reads, when it reads them.
       : am(node.a, K == contract_kind::batch_matmul || node.trans_a ? 0 : A::rank - 1, ctx, avoid,
-           K != contract_kind::batch_matmul && !node.trans_a),
+           !node.trans_a && (K == contract_kind::batch_matmul || A::rank == 2)),
         bm(node.b, 0, ctx, avoid) {
     if constexpr (K == contract_kind::batch_matmul) {
       a_bs = node.batch_a == 1 ? 0 : am.str[0];
@@ -277,7 +296,7 @@ struct contract_operands {
                 index_t cs) const {
     using TA = typename A::value_type;
     using Acc = gemm::accumulator_t<TA, Out>;
-    const gemm::strided<TA> a{am.lazy() ? am.rows(i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
+    const gemm::strided<TA> a{am.lazy() ? am.rows(bi, i0, m) : am.data + bi * a_bs + i0 * a_rs, a_rs, a_cs};
     const Acc* a_packed = nullptr;
     // (Not for bfloat16 where the CPU has vdpbf16ps: its pair kernel packs A in pairs itself.)
     if constexpr (std::is_floating_point_v<Acc> && (std::is_same_v<TA, Acc> || gemm::is_float16_dtype<TA>)&&!(
@@ -286,7 +305,7 @@ struct contract_operands {
       // packing stays within a few MiB. A by-rows operand reuses one buffer for every row
       // block: its origin tells them apart.
       if (shared_rows && m > 4 && m * n * node.k > 32768)
-        a_packed = shared_rows->template rows<Acc>(a.data, am.lazy() ? i0 : -1, a.rs, a.cs, m, node.k,
+        a_packed = shared_rows->template rows<Acc>(a.data, am.lazy() ? am.rows_key(bi, i0) : -1, a.rs, a.cs, m, node.k,
                                                    [&](Acc* dst) { gemm::pack_a_ahead<Acc>(dst, a, m, node.k); });
     }
     constexpr bool rounded = gemm::is_float16_dtype<Out>;  // a 16-bit result: float sums rounded once

@@ -2,7 +2,8 @@
 // dense -> split -> sigmoid/tanh/exp -> multiply/add, an LSTM cell's four gates and two outputs,
 // a GRU cell's two GEMMs and six gate blocks, in one blocked pass.
 //
-// The output is cut into blocks (rows of axis 0 by columns of the last axis). For each block,
+// The output is cut into blocks (rows of axis Q - 2 by columns of the last axis, one coordinate
+// of each axis before them at a time: a batch_matmul's batch). For each block,
 // binding the tree asks this context for every contraction leaf it meets, with the index map
 // from the block's coordinates to the contraction's: when that map walks the contraction's rows
 // and columns with unit steps (the identity, a split or strided_slice of columns, a broadcast),
@@ -12,10 +13,12 @@
 //
 // Operands are prepared once for all blocks: views are read in place (copied first when an
 // output of the pass overlaps them, since earlier blocks write while later ones still read);
-// an expression operand of a dense/matmul is evaluated row block by row block as the blocks read
-// it (whole, first, when the pass writes what it reads). Contraction leaves the blocks cannot serve (a
-// reshape or strided step of the result, batch_matmul, rank > 2) and other nodes with kernels
-// of their own (reductions) are evaluated whole, once, before the first block writes anything.
+// an expression operand A of a dense/matmul (rank 2) or a batch_matmul is evaluated row block by
+// row block (per batch) as the blocks read it (whole, first, when the pass writes what it
+// reads). A batch_matmul block is one product per batch the block reads; a dense of rank 3 and
+// above computes the block's rows of its flattened product. Contraction leaves the blocks cannot
+// serve (a reshape or strided step of the result) and other nodes with kernels of their own
+// (reductions) are evaluated whole, once, before the first block writes anything.
 // Rows of A are packed once per block and shared by every product that reads them (the
 // sections of one contraction; contractions of one operand, as Q, K and V of one X).
 #pragma once
@@ -73,16 +76,32 @@ struct epilogue_context {
     const Ops* ops = nullptr;    ///< its own, or those of an earlier slot of the same contraction
     std::optional<Whole> whole;  ///< the whole result, when evaluated whole
     std::optional<tensor<T, 2>> heap_buffer;
-    T* buffer = nullptr;         ///< the block buffer (in heap_buffer or in the arena)
-    index_t rows = 0, cols = 0;  ///< capacity of the block buffer
+    T* buffer = nullptr;  ///< the block buffer (in heap_buffer or in the arena)
+    /// Capacity of the block buffer: `outer` blocks (one per outer coordinate) of rows x cols.
+    index_t outer = 0, rows = 0, cols = 0;
+    /// The buffer's strides as a node of rank R holding a block of extents len: its outer
+    /// coordinates in row-major order, each a rows x cols block.
+    template <std::size_t R>
+    index_array<R> buffer_strides(const index_array<R>& len) const {
+      index_array<R> st{};
+      st[R - 1] = 1;
+      st[R - 2] = cols;
+      index_t step = rows * cols;
+      for (std::size_t d = R - 2; d-- > 0;) st[d] = step, step *= len[d];
+      return st;
+    }
   };
   small_vector<slot_base*, 8> slots;  ///< in the arena when they fit, else on the heap
   std::size_t next = 0;
+  /// Most axes of a contraction whose blocks a pass computes (its outer axes, rows, columns).
+  static constexpr std::size_t max_block_rank = 6;
   /// Contraction blocks computed in the current block: a leaf that reads the same block of the
-  /// same contraction (split sections used by both outputs of an LSTM cell) reuses it.
+  /// same contraction (split sections used by both outputs of an LSTM cell) reuses it. lo and
+  /// len per axis of the node (rank r): outer axes, then rows, then columns.
   struct computed {
     slot_base* slot;
-    index_array<2> lo, len;
+    std::size_t rank;
+    index_array<max_block_rank> lo, len;
   };
   small_vector<computed, 8> done;
   /// A's rows packed once per block for every product that reads them.
@@ -107,11 +126,12 @@ struct epilogue_context {
   /// materialised leaves compute nothing and read one dummy element.
   bool probing = false;
 
-  /// A rank-2 dense or matmul read through an affine map: its blocks can be computed alone.
+  /// A contraction read through an affine map: its blocks can be computed alone (a dense or
+  /// matmul's rows over its leading axes, a batch_matmul's per batch).
   template <class N, class Map>
   static constexpr bool blockable_contraction() {
     if constexpr (kind_of<N> == node_kind::contraction)
-      return N::kind != contract_kind::batch_matmul && N::rank == 2 && bind::is_affine_map<Map>::value;
+      return N::rank >= 2 && N::rank <= max_block_rank && bind::is_affine_map<Map>::value;
     else return false;
   }
 
@@ -157,35 +177,46 @@ struct epilogue_context {
     }
     slot<N>& s = next_slot(n);
     if constexpr (blockable_contraction<N, Map>()) {
-      // The rows and columns of the contraction this block reads: [lo, lo + len) per axis.
-      index_array<2> lo{}, len{};
+      // The part of the contraction this block reads: [lo, lo + len) per axis of the node (its
+      // outer axes, a batch_matmul's batch or a dense's leading axes, then rows, then columns).
+      constexpr std::size_t RO = R - 2;  // outer axes
+      const index_array<R> ext = n.shape().array();
+      index_array<R> lo{}, len{};
       bool unit = true;
-      for (std::size_t d = 0; d < 2; ++d) {
+      for (std::size_t d = 0; d < R; ++d) {
         lo[d] = m.offset[d];
         if (m.src[d] < 0) len[d] = 1;
         else if (m.scale[d] == 1) len[d] = block[static_cast<std::size_t>(m.src[d])];
         else unit = false;
       }
       if (unit) {
-        // A block of this contraction computed already for these rows and (at least) these
-        // columns: the twin of a section read twice, or the whole width computed below.
+        // A block of this contraction computed already for these outer coordinates and rows and
+        // (at least) these columns: the twin of a section read twice, or the whole width
+        // computed below.
         for (std::size_t t = 0; t < done.size(); ++t) {
           const computed& c = done[t];
-          if (c.lo[0] != lo[0] || c.len[0] != len[0] || lo[1] < c.lo[1] || lo[1] + len[1] > c.lo[1] + c.len[1])
-            continue;
+          bool same = c.rank == R && lo[R - 1] >= c.lo[R - 1] && lo[R - 1] + len[R - 1] <= c.lo[R - 1] + c.len[R - 1];
+          for (std::size_t d = 0; d + 1 < R && same; ++d) same = c.lo[d] == lo[d] && c.len[d] == len[d];
+          if (!same) continue;
           const auto* twin = c.slot->template as<N>();
-          if (twin && same_tree(*twin->node, n))
-            return leaf_over(twin->buffer, c.len, index_array<2>{twin->cols, 1}, c.lo);
+          if (twin && same_tree(*twin->node, n)) {
+            index_array<R> tlo{}, tlen{};
+            for (std::size_t d = 0; d < R; ++d) tlo[d] = c.lo[d], tlen[d] = c.len[d];
+            return leaf_over(twin->buffer, tlen, twin->template buffer_strides<R>(tlen), tlo);
+          }
         }
+        index_t outer_count = 1;  // outer coordinates in the block: a product each
+        for (std::size_t d = 0; d < RO; ++d) outer_count *= len[d];
         // A small contraction read in sections (the seed's three gates of 10 columns): all its
         // columns for these rows in one product, which every section then reads, instead of
         // one tiny product per section, whose fixed cost would dominate. Not for big products:
         // a batch-1 LSTM streams W ~8% faster gate by gate than in one sweep (measured).
-        const index_t width = n.shape()[1];
-        if (len[1] < width && width <= 8 * len[1] && len[0] * width <= outer.epilogue_block_elements &&
-            len[0] * width * n.k <= 65536) {
-          lo[1] = 0;
-          len[1] = width;
+        const index_t width = ext[R - 1];
+        if (len[R - 1] < width && width <= 8 * len[R - 1] &&
+            outer_count * len[R - 2] * width <= outer.epilogue_block_elements &&
+            outer_count * len[R - 2] * width * n.k <= 65536) {
+          lo[R - 1] = 0;
+          len[R - 1] = width;
         }
         if (!s.ops) {
           // Leaves of one contraction (the sections of a split) share its prepared operands.
@@ -198,24 +229,43 @@ struct epilogue_context {
             s.ops = &*s.own_ops;
           }
         }
-        if (!s.buffer || s.rows < len[0] || s.cols < len[1]) {
-          s.rows = std::max(s.rows, len[0]);
-          s.cols = std::max(s.cols, len[1]);
-          const std::size_t bytes = (static_cast<std::size_t>(s.rows * s.cols) * sizeof(T) + 63) / 64 * 64;
+        if (!s.buffer || s.outer < outer_count || s.rows < len[R - 2] || s.cols < len[R - 1]) {
+          s.outer = std::max(s.outer, outer_count);
+          s.rows = std::max(s.rows, len[R - 2]);
+          s.cols = std::max(s.cols, len[R - 1]);
+          const std::size_t bytes = (static_cast<std::size_t>(s.outer * s.rows * s.cols) * sizeof(T) + 63) / 64 * 64;
           if (void* p = arena_take(bytes, 64)) {
             s.heap_buffer.reset();
             s.buffer = static_cast<T*>(p);
           } else {
-            s.heap_buffer.emplace(dynamic_shape<2>({s.rows, s.cols}));
+            s.heap_buffer.emplace(dynamic_shape<2>({s.outer * s.rows, s.cols}));
             s.buffer = s.heap_buffer->data();
           }
         }
         const std::size_t evaluated = s.ops->am.evaluations;
-        s.ops->template multiply<T>(n, 0, lo[0], len[0], lo[1], len[1], s.buffer, s.cols, 1);
+        // One product per outer coordinate of the block (in row-major order, as the buffer holds
+        // them): a batch_matmul's batch, or a dense's rows flattened over its leading axes.
+        index_array<R> at = lo;
+        for (index_t o = 0; o < outer_count; ++o) {
+          T* dst = s.buffer + o * s.rows * s.cols;
+          if constexpr (N::kind == contract_kind::batch_matmul) {
+            s.ops->template multiply<T>(n, at[0], lo[1], len[1], lo[2], len[2], dst, s.cols, 1);
+          } else {
+            index_t row = 0;
+            for (std::size_t d = 0; d + 1 < R; ++d) row = row * ext[d] + (d < RO ? at[d] : lo[d]);
+            s.ops->template multiply<T>(n, 0, row, len[R - 2], lo[R - 1], len[R - 1], dst, s.cols, 1);
+          }
+          for (std::size_t d = RO; d-- > 0;) {
+            if (++at[d] < lo[d] + len[d]) break;
+            at[d] = lo[d];
+          }
+        }
         outer.stats.prologue_row_blocks += s.ops->am.evaluations - evaluated;
-        done.push_back({&s, lo, len});
+        computed c{&s, R, {}, {}};
+        for (std::size_t d = 0; d < R; ++d) c.lo[d] = lo[d], c.len[d] = len[d];
+        done.push_back(c);
         ++outer.stats.partial_leaves;
-        return leaf_over(s.buffer, len, index_array<2>{s.cols, 1}, lo);
+        return leaf_over(s.buffer, len, s.template buffer_strides<R>(len), lo);
       }
     }
     // Whole, once: the first block binds before anything is written.
@@ -231,12 +281,13 @@ struct epilogue_context {
 namespace detail {
 
 /// Block extents: at most `elements` per contraction leaf's buffer, up to 256 rows (the weight
-/// sections are read once per row block), the full width when it fits.
+/// sections are read once per row block), the full width when it fits. Rows are along axis
+/// Q - 2 (the axes before it are walked one coordinate at a time), columns along Q - 1.
 template <std::size_t Q>
 void block_extents(const index_array<Q>& ext, index_t elements, index_t& rows, index_t& cols) {
   const index_t budget = std::max<index_t>(1, elements);
   const index_t n = ext[Q - 1];
-  const index_t m = Q >= 2 ? ext[0] : 1;
+  const index_t m = Q >= 2 ? ext[Q - 2] : 1;
   rows = std::min<index_t>({m, 256, std::max<index_t>(1, budget / 64)});
   cols = budget / rows;
   // Whole GEMM panels (32 columns), so that packed weights are read from panel boundaries.
@@ -264,14 +315,19 @@ void run_epilogue_blocks(Outer& outer, std::tuple<tensor_view<T, static_cast<int
   }(std::index_sequence_for<T...>{});
   index_t rb = 1, cb = 1;
   detail::block_extents(ext, outer.epilogue_block_elements, rb, cb);
-  const index_t rows = Q >= 2 ? ext[0] : 1;
+  // Blocks: each coordinate of the axes before Q - 2 (a batch_matmul's batch, attention's heads)
+  // by rb rows of axis Q - 2 by cb columns of axis Q - 1.
+  constexpr std::size_t RA = Q >= 2 ? Q - 2 : 0;  // the row axis
+  const index_t rows = Q >= 2 ? ext[RA] : 1;
+  index_t outer_count = 1;
+  for (std::size_t d = 0; d < RA; ++d) outer_count *= ext[d];
   // Earlier blocks write while later ones read: an input of the elementwise part that shares
   // memory with an output other than element for element (the rule of a single pass, applied
   // to the whole iteration space) sends the outputs through temporaries. A single block is a
   // single pass, whose own plan handles that. Contraction operands are prepared before any
   // write (copied when an output overlaps them).
   bool hazard = false;
-  if (rows > rb || ext[Q - 1] > cb) {
+  if (outer_count > 1 || rows > rb || ext[Q - 1] > cb) {
     ctx.probing = true;
     const auto layout = detail::plan_for<Q>(outs, detail::bind_pass<Mode, Q>(ctx, exprs, ext, index_array<Q>{}), ext);
     ctx.probing = false;
@@ -292,28 +348,37 @@ void run_epilogue_blocks(Outer& outer, std::tuple<tensor_view<T, static_cast<int
     return;
   }
 
-  for (index_t i0 = 0; i0 < rows; i0 += rb) {
-    for (index_t j0 = 0; j0 < ext[Q - 1]; j0 += cb) {
-      index_array<Q> origin{}, bext = ext;
-      origin[Q - 1] = j0;
-      bext[Q - 1] = std::min(cb, ext[Q - 1] - j0);
-      if constexpr (Q >= 2) {
-        origin[0] = i0;
-        bext[0] = std::min(rb, rows - i0);
+  index_array<Q> at{};  // the block's outer coordinates
+  for (index_t ob = 0; ob < outer_count; ++ob) {
+    if (ob > 0)
+      for (std::size_t d = RA; d-- > 0;) {
+        if (++at[d] < ext[d]) break;
+        at[d] = 0;
       }
-      auto block_outs = [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return std::make_tuple([&] {
-          const auto& o = std::get<I>(outs);
-          index_t off = 0;
-          for (std::size_t d = 0; d < Q; ++d) off += origin[d] * o.strides()[d];
-          return tensor_view<T, static_cast<int>(Q)>(o.data() + off, dynamic_shape<Q>(bext), o.strides());
-        }()...);
-      }(std::index_sequence_for<T...>{});
-      ctx.block = bext;
-      ctx.next = 0;
-      ctx.done.clear();
-      ++outer.stats.blocks;
-      run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
+    for (index_t i0 = 0; i0 < rows; i0 += rb) {
+      for (index_t j0 = 0; j0 < ext[Q - 1]; j0 += cb) {
+        index_array<Q> origin = at, bext = ext;
+        for (std::size_t d = 0; d < RA; ++d) bext[d] = 1;
+        origin[Q - 1] = j0;
+        bext[Q - 1] = std::min(cb, ext[Q - 1] - j0);
+        if constexpr (Q >= 2) {
+          origin[RA] = i0;
+          bext[RA] = std::min(rb, rows - i0);
+        }
+        auto block_outs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+          return std::make_tuple([&] {
+            const auto& o = std::get<I>(outs);
+            index_t off = 0;
+            for (std::size_t d = 0; d < Q; ++d) off += origin[d] * o.strides()[d];
+            return tensor_view<T, static_cast<int>(Q)>(o.data() + off, dynamic_shape<Q>(bext), o.strides());
+          }()...);
+        }(std::index_sequence_for<T...>{});
+        ctx.block = bext;
+        ctx.next = 0;
+        ctx.done.clear();
+        ++outer.stats.blocks;
+        run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
+      }
     }
   }
   outer.stats.row_packings += ctx.packed_rows.packings;
