@@ -147,6 +147,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   // the shared walk: it takes a node's args last first, and the kernel order depends on it.
   std::vector<const expr*> order;
   std::unordered_map<const expr*, int> users;
+  std::unordered_map<const expr*, const expr*> a_user;  // one of each node's consumers
   {
     std::unordered_set<const expr*> seen;
     std::vector<std::pair<const expr*, bool>> stack{{body, false}};
@@ -171,6 +172,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       stack.push_back({e, true});
       for (const expr* c : e->args) {
         ++users[c];
+        a_user[c] = e;
         stack.push_back({c, false});
       }
     }
@@ -215,6 +217,20 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       if (!p.materialized.count(c)) v += row_values[c];
     return row_values[e] = v;
   };
+  // A batch_matmul fuses into the tree that reads it (its blocks computed per batch: scale,
+  // mask, requantize). Where its value flows, within one tree, into a row node (softmax, a
+  // reduction) or another contraction's operand, that kernel would evaluate it whole before its
+  // loop: it is stored instead, so that a kernel counted here is one pass over the product
+  // (until chained contractions fuse them).
+  const auto feeds_whole_reader = [&](const expr* e) {
+    for (const expr* x = e; users[x] == 1 && !p.materialized.count(x);) {
+      const expr* u = a_user[x];
+      if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op) return false;
+      if (is_reduction(u) || is_contraction(u)) return true;
+      x = u;
+    }
+    return false;
+  };
   for (const expr* e : order) {
     const int own = e->kind == expr_kind::call ? 1 : 0;  // tuples and projections cost nothing
     if (cuda && is_contraction(e))
@@ -250,9 +266,9 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     // On CUDA a row node along the last axis stays in the tree that reads it (decided below,
     // once every consumer's kernel is known).
     const bool row_in_tree = cuda && cuda_row_form(m, e) == cuda_row::in_tree;
-    if (tensor &&
-        ((is_reduction(e) && !row_in_tree) || is_call_of(e, {"nn.batch_matmul"}) || (is_contraction(e) && u > 1) ||
-         (u > 1 && !is_transparent(e) && !row_in_tree && s > shared_inline_limit)))
+    if (tensor && ((is_reduction(e) && !row_in_tree) || (is_contraction(e) && u > 1) ||
+                   (is_call_of(e, {"nn.batch_matmul"}) && feeds_whole_reader(e)) ||
+                   (u > 1 && !is_transparent(e) && !row_in_tree && s > shared_inline_limit)))
       p.materialized.insert(e);
     if (p.materialized.count(e)) stored_depth[e] = depth[e], size[e] = 0, depth[e] = 0;
   }
