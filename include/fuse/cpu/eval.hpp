@@ -64,6 +64,137 @@ struct context {
   }
 };
 
+// ---- row nodes over contractions: by row blocks ---------------------------------------------------
+
+namespace detail {
+
+/// Whether tree N holds a node with a kernel of its own (or a gather).
+template <class N>
+constexpr bool holds_own_kernel_node() {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (needs_own_kernel<D> || kind_of<D> == node_kind::take) {
+    return true;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (holds_own_kernel_node<child_t<I, D>>() || ...);
+    }(std::make_index_sequence<child_count<D>>{});
+  }
+}
+
+/// Whether the nodes of tree N with kernels of their own are contractions whose blocks a pass
+/// computes without evaluating anything whole: B a view or packed weights, A a view or an
+/// expression read by rows (a dense of rank 2, a batch_matmul) that holds no such node itself.
+template <class N>
+constexpr bool contractions_by_blocks_only() {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (kind_of<D> == node_kind::contraction) {
+    using A = typename D::a_type;
+    using B = typename D::b_type;
+    constexpr bool a_ok = kind_of<A> == node_kind::leaf ||
+                          (!holds_own_kernel_node<A>() && (D::kind == contract_kind::batch_matmul || A::rank == 2));
+    return a_ok && (kind_of<B> == node_kind::leaf || kind_of<B> == node_kind::packed_weights);
+  } else if constexpr (needs_own_kernel<D> || kind_of<D> == node_kind::take) {
+    return false;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (contractions_by_blocks_only<child_t<I, D>>() && ...);
+    }(std::make_index_sequence<child_count<D>>{});
+  }
+}
+
+/// The memory tree e reads (its tensor leaves and its contractions' operands; packed weights are
+/// private memory), and whether no contraction in it reads A transposed (which a block would
+/// evaluate whole).
+template <class E>
+bool row_block_reads(const E& e, byte_ranges& out) {
+  constexpr node_kind K = kind_of<E>;
+  if constexpr (K == node_kind::contraction) {
+    bool ok = !e.trans_a;
+    ok = row_block_reads(e.a, out) && ok;
+    if constexpr (kind_of<typename E::b_type> != node_kind::packed_weights) ok = row_block_reads(e.b, out) && ok;
+    return ok;
+  } else if constexpr (K == node_kind::leaf || K == node_kind::constant || K == node_kind::elementwise ||
+                       K == node_kind::affine_view || K == node_kind::reshape_view || K == node_kind::concatenate) {
+    if constexpr (K == node_kind::leaf) {
+      const void *l = nullptr, *h = nullptr;
+      bind::detail::byte_range(e.data(), e.shape().array(), e.strides().data(), sizeof(typename E::value_type), l, h);
+      out.push_back({l, h});
+      return true;
+    } else {
+      bool all = true;
+      for_each_child(e, [&](const auto& c) { all = row_block_reads(c, out) && all; });
+      return all;
+    }
+  } else {
+    return false;
+  }
+}
+
+}  // namespace detail
+
+/// A row node (softmax, layer norm) along the last axis of `out` whose input `child` holds
+/// contractions: row block by row block, the block of the input computed by the blocked
+/// epilogue (its contractions' blocks in cache) into a buffer of whole rows, then the row node
+/// over the buffer (`remake(buffer view)`: the node over it) into the block of out. The
+/// product never exists whole (BERT's dense + bias + residual + layer norm; attention's
+/// softmax of scaled, masked scores). Returns false, doing nothing, where that does not apply
+/// (another axis, an output that the input reads, a transposed A): the caller evaluates the
+/// input whole.
+template <std::size_t Q, class Ctx, class T, class Child, class Remake>
+bool run_rows_over_contractions(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const Child& child, index_t axis,
+                                Remake&& remake) {
+  static_assert(Q >= 1);
+  if (axis != static_cast<index_t>(Q) - 1) return false;
+  detail::byte_ranges reads;
+  if (!detail::row_block_reads(child, reads)) return false;
+  const auto ext = out.shape().array();
+  {
+    const void *lo = nullptr, *hi = nullptr;
+    bind::detail::byte_range(out.data(), ext, out.strides().data(), sizeof(T), lo, hi);
+    if (detail::overlaps_any(lo, hi, reads)) return false;
+  }
+  using V = typename Child::value_type;
+  constexpr std::size_t RA = Q >= 2 ? Q - 2 : 0;  // the axis cut into row blocks
+  const index_t n = ext[Q - 1];
+  const index_t rows = Q >= 2 ? ext[RA] : 1;
+  const index_t rb =
+      std::clamp<index_t>(ctx.epilogue_block_elements / std::max<index_t>(n, 1), 1, std::min<index_t>(256, rows));
+  index_array<Q> bshape{};
+  for (std::size_t d = 0; d < Q; ++d) bshape[d] = 1;
+  bshape[Q - 1] = n;
+  if constexpr (Q >= 2) bshape[RA] = rb;
+  auto buf = tensor<V, static_cast<int>(Q)>(dynamic_shape<Q>(bshape));
+  index_t outer = 1;
+  for (std::size_t d = 0; d < RA; ++d) outer *= ext[d];
+  index_array<Q> at{};
+  for (index_t o = 0; o < outer; ++o) {
+    if (o > 0)
+      for (std::size_t d = RA; d-- > 0;) {
+        if (++at[d] < ext[d]) break;
+        at[d] = 0;
+      }
+    for (index_t r0 = 0; r0 < rows; r0 += rb) {
+      index_t begin[Q], end[Q];
+      index_array<Q> len{};
+      for (std::size_t d = 0; d < Q; ++d) begin[d] = at[d], end[d] = at[d] + 1, len[d] = 1;
+      begin[Q - 1] = 0, end[Q - 1] = n, len[Q - 1] = n;
+      if constexpr (Q >= 2) {
+        const index_t m = std::min(rb, rows - r0);
+        begin[RA] = r0, end[RA] = r0 + m, len[RA] = m;
+      }
+      index_array<Q> contiguous{};
+      for (index_t s = 1, d = static_cast<index_t>(Q); d-- > 0;) contiguous[d] = s, s *= len[d];
+      const tensor_view<V, static_cast<int>(Q)> block(buf.data(), dynamic_shape<Q>(len), contiguous);
+      eval_with(ctx, block, strided_slice(child, begin, end), streaming_stores::automatic);
+      index_t off = 0;
+      for (std::size_t d = 0; d < Q; ++d) off += begin[d] * out.strides()[d];
+      eval_with(ctx, tensor_view<T, static_cast<int>(Q)>(out.data() + off, dynamic_shape<Q>(len), out.strides()),
+                remake(tensor_view<const V, static_cast<int>(Q)>(block)), streaming_stores::automatic);
+    }
+  }
+  return true;
+}
+
 // The kernel of each node that needs one (needs_own_kernel: contractions, reductions, softmax,
 // layer_norm) when it is the root of an eval, by the node's type; inside a larger tree such a
 // node is materialised first.
@@ -77,10 +208,24 @@ void run_root(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const reduce_ex
 }
 template <class Ctx, class T, std::size_t Q, row_op_kind K, class C>
 void run_root(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const softmax_expr<K, C>& n) {
+  if constexpr (has_contraction_leaf<C>() && detail::contractions_by_blocks_only<C>())
+    if (run_rows_over_contractions<Q>(ctx, out, n.child, n.axis, [&](const auto& rows) {
+          auto e = n.with_children(rows);
+          e.shape_ = rows.shape();  // (the block's rows, not the whole input's)
+          return e;
+        }))
+      return;
   run_softmax<Q>(ctx, out, n);
 }
 template <class Ctx, class T, std::size_t Q, class X, class G, class B>
 void run_root(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const layer_norm_expr<X, G, B>& n) {
+  if constexpr (has_contraction_leaf<X>() && detail::contractions_by_blocks_only<X>())
+    if (run_rows_over_contractions<Q>(ctx, out, n.x, n.axis, [&](const auto& rows) {
+          auto e = n.with_children(rows, n.gamma, n.beta);
+          e.shape_ = rows.shape();
+          return e;
+        }))
+      return;
   run_layer_norm<Q>(ctx, out, n);
 }
 
