@@ -9,35 +9,15 @@
 #include <cstdint>
 #include <string>
 
+#include "cpu/epilogue_check.hpp"
 #include "support/check.hpp"
 
 using namespace fuse;
 using fuse::test::expect_matches;
 using fuse::test::tolerance;
+using namespace fuse::test::epilogue;
 
 namespace {
-
-/// The blocked epilogue's buffer size for the evals of a scope (fuse::epilogue_block): small
-/// budgets cross many blocks (one row by a few columns each) on small shapes.
-index_t block_elements = epilogue_block{}.elements;
-struct block_budget {
-  index_t saved = block_elements;
-  explicit block_budget(index_t b) { block_elements = b; }
-  ~block_budget() { block_elements = saved; }
-  block_budget(const block_budget&) = delete;
-  block_budget& operator=(const block_budget&) = delete;
-};
-
-/// fuse::eval with the scope's block budget; returns what the pass did.
-template <class... A>
-eval_statistics eval_blocked(A&&... a) {
-  return eval(static_cast<A&&>(a)..., epilogue_block{block_elements});
-}
-
-/// What the last eval whose counters a test checks did.
-eval_statistics stats;
-
-tolerance cell_tol(index_t k) { return {2e-6, 6e-7 * static_cast<double>(k + 1)}; }
 
 struct lstm_weights {
   index_t batch, input, hidden;
@@ -176,153 +156,6 @@ TEST_CASE("contraction leaves that a block cannot serve are evaluated whole, onc
   stats = eval_blocked(out2, e2);
   CHECK(stats.whole_leaves == 1);
   expect_matches(out2, reference(e2), cell_tol(7), 0, "strided slice of a contraction");
-}
-
-TEST_CASE("batch_matmul in a tree: computed block by block, per batch, never whole") {
-  for (auto [b, m, n, k] : {std::tuple<index_t, index_t, index_t, index_t>{3, 5, 6, 8},
-                            {1, 1, 1, 1},
-                            {2, 7, 17, 65},
-                            {4, 300, 70, 9},
-                            {2, 33, 385, 64}}) {
-    CAPTURE(b);
-    CAPTURE(m);
-    CAPTURE(n);
-    CAPTURE(k);
-    const auto salt = static_cast<std::uint64_t>(b * 1000000 + m * 1000 + n + k);
-    auto q = test::random_tensor({b, m, k}, salt, -1, 1);
-    auto kt = test::random_tensor({b, n, k}, salt + 1, -1, 1);
-    auto mask = test::random_tensor({m, n}, salt + 2, -4, 0);
-    for (const index_t budget : {index_t{64}, epilogue_block{}.elements}) {
-      block_budget bb(budget);
-      // Scaled scores plus an additive mask broadcast over the batch: attention's epilogue.
-      const auto e = exp(batch_matmul(q, kt) * 0.125f + mask);
-      tensor<float, 3> out({b, m, n});
-      stats = eval_blocked(out, e);
-      CHECK(stats.whole_leaves == 0);
-      CHECK(stats.partial_leaves >= stats.blocks);
-      expect_matches(out, reference(e), cell_tol(k), 0, "exp(batch_matmul * s + mask)");
-      // Transposed operands (trans_a: A as [B, K, M]; B as [B, K, N]) and a batch of one
-      // broadcast against the other's.
-      auto qt = test::random_tensor({b, k, m}, salt + 3, -1, 1);
-      auto kn = test::random_tensor({1, k, n}, salt + 4, -1, 1);
-      const auto et = batch_matmul(qt, kn, true, false) - 1.0f;
-      stats = eval_blocked(out, et);
-      CHECK(stats.whole_leaves == 0);
-      expect_matches(out, reference(et), cell_tol(k), 0, "batch_matmul(trans_a, broadcast batch) - 1");
-      // Read transposed: the batch walks the pass's row axis, several batches a block.
-      tensor<float, 3> outt({m, b, n});
-      const auto tr = transpose(batch_matmul(q, kt), {1, 0, 2}) * 2.0f;
-      stats = eval_blocked(outt, tr);
-      CHECK(stats.whole_leaves == 0);
-      expect_matches(outt, reference(tr), cell_tol(k), 0, "transpose(batch_matmul) * 2");
-    }
-  }
-  // int8 operands, int32 scores: exact, with the int8 requantize of attention's scores.
-  auto q8 = test::random_tensor<std::int8_t>({3, 37, 64}, 620, -128, 127);
-  auto k8 = test::random_tensor<std::int8_t>({3, 41, 64}, 621, -128, 127);
-  for (index_t i = 0; i < 64; ++i) q8.data()[i] = -128, k8.data()[i] = -128;  // the largest products
-  const auto s8 = batch_matmul(q8, k8) + 0;
-  tensor<std::int32_t, 3> out8({3, 37, 41});
-  stats = eval_blocked(out8, s8);
-  CHECK(stats.whole_leaves == 0);
-  expect_matches(out8, reference(s8), {}, 0, "int8 batch_matmul in a tree");
-  const auto r8 = cast<std::int8_t>(clip(right_shift(batch_matmul(q8, k8), 8), -128, 127));
-  tensor<std::int8_t, 3> req({3, 37, 41});
-  stats = eval_blocked(req, r8);
-  CHECK(stats.whole_leaves == 0);
-  expect_matches(req, reference(r8), {}, 0, "int8 scores requantized by a shift");
-}
-
-TEST_CASE("softmax and layer norm over contractions: row blocks of whole rows, the product never whole") {
-  for (auto [m, k, n] : {std::tuple<index_t, index_t, index_t>{1, 8, 17}, {7, 13, 300}, {300, 40, 65}}) {
-    CAPTURE(m);
-    CAPTURE(n);
-    const auto salt = static_cast<std::uint64_t>(m * 1000 + n);
-    auto x = test::random_tensor({m, k}, salt, -1, 1);
-    auto w = test::random_tensor({n, k}, salt + 1, -1, 1);
-    auto bias = test::random_tensor({n}, salt + 2, -1, 1);
-    auto r = test::random_tensor({m, n}, salt + 3, -1, 1);
-    auto gamma = test::random_tensor({n}, salt + 4, 0.5, 1.5);
-    auto beta = test::random_tensor({n}, salt + 5, -1, 1);
-    const auto wp = pack(w);
-    for (const index_t budget : {index_t{64}, epilogue_block{}.elements}) {
-      block_budget bb(budget);
-      tensor<float, 2> out({m, n});
-      // BERT's output projection: dense + bias + residual + layer norm, one pass.
-      const auto ln = layer_norm(bias_add(dense(x, w), bias, -1) + r, gamma, beta, -1, 1e-5);
-      stats = eval_blocked(out, ln);
-      CHECK(stats.whole_leaves == 0);
-      CHECK(stats.partial_leaves > 0);
-      expect_matches(out, reference(ln), {1e-5, 1e-5}, 0, "layer_norm(dense + bias + r)");
-      const auto lnp = layer_norm(dense(tanh(x), wp) + r, gamma, beta);
-      stats = eval_blocked(out, lnp);
-      CHECK(stats.whole_leaves == 0);
-      CHECK(stats.partial_leaves > 0);
-      expect_matches(out, reference(lnp), {1e-5, 1e-5}, 0, "layer_norm(dense(tanh(x), packed W) + r)");
-      const auto sm = softmax(dense(x, w) * 0.25f);
-      stats = eval_blocked(out, sm);
-      CHECK(stats.whole_leaves == 0);
-      CHECK(stats.partial_leaves > 0);
-      expect_matches(out, reference(sm), {1e-6, 1e-7}, 0, "softmax(dense / 4)");
-      const auto lsm = log_softmax(dense(x, w) + r);
-      stats = eval_blocked(out, lsm);
-      CHECK(stats.whole_leaves == 0);
-      CHECK(stats.partial_leaves > 0);
-      expect_matches(out, reference(lsm), {1e-5, 1e-6}, 0, "log_softmax(dense + r)");
-    }
-  }
-  // Attention's scores: softmax(Q K^T * s + mask) over [B, M, N], by blocks of one head's rows.
-  auto q = test::random_tensor({3, 37, 16}, 640, -1, 1);
-  auto kk = test::random_tensor({3, 41, 16}, 641, -1, 1);
-  auto mask = test::random_tensor({37, 41}, 642, -8, 0);
-  {
-    block_budget bb(41 * 10);
-    const auto sm = softmax(batch_matmul(q, kk) * 0.25f + mask);
-    tensor<float, 3> p({3, 37, 41});
-    stats = eval_blocked(p, sm);
-    CHECK(stats.whole_leaves == 0);
-    CHECK(stats.partial_leaves >= 12);  // 3 heads x 4 row blocks (10, 10, 10, 7)
-    expect_matches(p, reference(sm), {1e-6, 1e-7}, 0, "softmax(batch_matmul * s + mask)");
-  }
-  // Where it does not apply, the input is evaluated whole first: along another axis; into an
-  // output the input reads (x = layer_norm(dense(x, W))).
-  auto x = test::random_tensor({20, 20}, 650, -1, 1);
-  auto w = test::random_tensor({20, 20}, 651, -1, 1);
-  tensor<float, 2> out({20, 20});
-  const auto s0 = softmax(dense(x, w), 0);
-  stats = eval_blocked(out, s0);
-  CHECK(stats.whole_leaves == 0);  // (the whole product is the softmax's own operand here)
-  CHECK(stats.partial_leaves == 0);
-  expect_matches(out, reference(s0), {1e-6, 1e-7}, 0, "softmax(dense, axis 0)");
-  auto g = test::random_tensor({20}, 652, 0.5, 1.5);
-  auto b = test::random_tensor({20}, 653, -1, 1);
-  const auto want = reference(layer_norm(dense(x, w), g, b));
-  stats = eval_blocked(x, layer_norm(dense(x, w), g, b));
-  CHECK(stats.partial_leaves == 0);
-  expect_matches(x, want, {1e-5, 1e-5}, 0, "x = layer_norm(dense(x, W)) in place");
-}
-
-TEST_CASE("dense over rank-3 activations in a tree: rows flattened over the leading axes, by blocks") {
-  for (auto [b, s, k, n] : {std::tuple<index_t, index_t, index_t, index_t>{2, 7, 13, 17}, {3, 300, 40, 33}}) {
-    CAPTURE(s);
-    auto x = test::random_tensor({b, s, k}, 630 + static_cast<std::uint64_t>(s), -1, 1);
-    auto w = test::random_tensor({n, k}, 631, -1, 1);
-    auto bias = test::random_tensor({n}, 632, -1, 1);
-    auto r = test::random_tensor({b, s, n}, 633, -1, 1);
-    block_budget bb(256);
-    // BERT's output projection with its residual: dense(x, W) + bias + r over [B, S, N].
-    const auto e = bias_add(dense(x, w), bias, -1) + r;
-    tensor<float, 3> out({b, s, n});
-    stats = eval_blocked(out, e);
-    CHECK(stats.whole_leaves == 0);
-    CHECK(stats.partial_leaves >= stats.blocks);
-    expect_matches(out, reference(e), cell_tol(k), 0, "dense(x3, W) + bias + r");
-    // An expression operand of rank 3: evaluated whole, then read by blocks.
-    const auto ex = dense(tanh(x), w) * 0.5f;
-    stats = eval_blocked(out, ex);
-    CHECK(stats.whole_leaves == 0);
-    expect_matches(out, reference(ex), cell_tol(k), 0, "dense(tanh(x3), W) / 2");
-  }
 }
 
 TEST_CASE("an output that later blocks read elsewhere goes through temporaries") {

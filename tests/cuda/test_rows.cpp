@@ -2,76 +2,12 @@
 // log_softmax and layer_norm, each ONE launch of the row kernel (a warp a row up to 1024
 // elements, a block a row above), under every thread order, against the double reference and
 // against the CPU executor.
-#include <doctest/doctest.h>
-
-#include <cmath>
-#include <cstdint>
-#include <cstring>
-#include <limits>
-#include <string>
-
-#include <fuse/cuda.hpp>
-#include <fuse/fuse.hpp>
-#include <fuse/reference.hpp>
-
-#include "support/check.hpp"
-#include "support/random.hpp"
-
-namespace {
+#include "cuda/rows_check.hpp"
 
 using namespace fuse;
+using namespace fuse::test::rows;
 using fuse::test::expect_matches;
 using fuse::test::tolerance;
-
-constexpr cuda::schedule schedules[] = {cuda::schedule::forward, cuda::schedule::reverse, cuda::schedule::shuffled};
-
-/// Bitwise equality of two tensors of one shape (any NaN matches any NaN).
-template <class A>
-bool same_bits(const A& a, const A& b) {
-  using T = typename A::value_type;
-  for (index_t i = 0; i < a.size(); ++i) {
-    const T x = a.data()[i], y = b.data()[i];
-    if constexpr (std::is_floating_point_v<T>)
-      if (x != x && y != y) continue;
-    if (std::memcmp(&x, &y, sizeof(T)) != 0) return false;
-  }
-  return true;
-}
-
-/// e on the emulator under every schedule into a fresh tensor of e's shape (the output filled
-/// with 0xA5 first): one launch of `kernel` each (none when the output is empty), the same bits
-/// under every order. Returns the result.
-template <class T, class E>
-tensor<T, static_cast<int>(E::rank)> run_rows(const E& e, const char* kernel = "row") {
-  constexpr std::size_t R = E::rank;
-  const auto ext = e.shape().array();
-  tensor<T, static_cast<int>(R)> first(ext);
-  for (const auto order : schedules) {
-    tensor<T, static_cast<int>(R)> out(ext);
-    if (out.size()) std::memset(static_cast<void*>(out.data()), 0xA5, sizeof(T) * static_cast<std::size_t>(out.size()));
-    cuda::launch_log log;
-    cuda::eval(out, e, cuda::emulated(order), cuda::log_to(log));
-    REQUIRE(log.size() == (out.size() == 0 ? 0u : 1u));
-    if (log.size() == 1) CHECK(log.launches[0].kernel == kernel);
-    if (order == cuda::schedule::forward) first = out;
-    else CHECK_MESSAGE(same_bits(out, first), "the result depends on the threads' order");
-  }
-  return first;
-}
-
-/// run_rows against the double reference of e, or of `same` (the same function, where e's own
-/// reference, which recomputes nested reductions per element, would take cubic time).
-template <class E, class F = E>
-void check_rows(const E& e, tolerance tol, double ulps, const char* what, const char* kernel = "row",
-                const F* same = nullptr) {
-  INFO(std::string(what));
-  using T = typename E::value_type;
-  const auto got = run_rows<T>(e, kernel);
-  if (same) expect_matches(got, reference(*same), tol, ulps, what);
-  else expect_matches(got, reference(e), tol, ulps, what);
-}
-
-}  // namespace
 
 TEST_CASE("cuda emulated rows: softmax and log_softmax, a warp a row and a block a row, float, double, half") {
   for (index_t n : {index_t{1}, index_t{7}, index_t{33}, index_t{383}, index_t{1023}, index_t{1025}, index_t{3001}}) {
@@ -340,52 +276,6 @@ TEST_CASE("cuda emulated rows: row nodes along any axis inside trees, the iterat
     auto x = test::random_tensor<float>({n, 1100}, 1400 + static_cast<std::uint64_t>(n), -4, 4);
     check_rows(x.view() - mean(x.view(), 0, keepdims), {1e-6, 1e-6}, 4, "x - mean(x, 0), 1100 columns");
     check_rows(log_softmax(x.view(), 0), {1e-6, 1e-6}, 4, "log_softmax along axis 0, 1100 columns");
-  }
-}
-
-TEST_CASE("cuda emulated rows: reductions over several axes inside trees walk blocks of sub-rows") {
-  for (index_t n : {index_t{1}, index_t{7}, index_t{17}, index_t{40}}) {
-    CAPTURE(n);
-    const auto salt = 1500 + static_cast<std::uint64_t>(n);
-    // Instance norm as exporters decompose it: statistics over the last two axes of NCHW, the
-    // variance reading the mean (a block reduction inside another's block).
-    auto x = test::random_tensor<float>({2, 3, n, 9}, salt, -4, 4);
-    check_rows(x.view() - mean(x.view(), {2, 3}, keepdims), {1e-6, 1e-6}, 4, "x - mean over H, W");
-    auto d = x.view() - mean(x.view(), {2, 3}, keepdims);
-    check_rows(d / sqrt(mean(d * d, {2, 3}, keepdims) + 1e-5f), {1e-5, 1e-5}, 16, "instance norm, decomposed");
-    // Axes apart (0 and 2), the kept one last: the iteration walks another axis last.
-    auto y = test::random_tensor<double>({5, n, 6}, salt + 1, -9, 9);
-    check_rows(y.view() - max(y.view(), {0, 2}, keepdims), {0, 0}, 0, "y - max over axes 0 and 2");
-    check_rows(y.view() * sum(y.view(), {0, 1}, keepdims), {1e-12, 1e-12}, 64, "y * sum over axes 0 and 1");
-    // Every axis, and three of four without keepdims broadcast back along the kept one.
-    check_rows(exp(y.view() - max(y.view(), {0, 1, 2}, keepdims)), {1e-12, 1e-15}, 8, "exp(y - max over all)");
-    auto z = test::random_tensor<float>({6, 3, n, 5}, salt + 2, -2, 2);
-    check_rows(z.view() + prod(z.view() * 0.5f + 1.0f, {1, 2, 3}, keepdims), {1e-5, 1e-6}, 64, "z + prod over 3 axes");
-    auto w = test::random_tensor<float>({6, 4, 3, n}, salt + 3, -2, 2);
-    check_rows(transpose(w.view(), {3, 2, 1, 0}) - mean(z.view(), {1, 2, 3}), {1e-6, 1e-6}, 8,
-               "no keepdims, kept axis along the output's last, rank 4");
-    // int8 sums wrap as the CPU's do; a block whose extent is 0 along one axis reduces nothing.
-    auto q = test::random_tensor<std::int8_t>({3, n, 4}, salt + 4, -128, 127);
-    const auto got = run_rows<std::int8_t>(q.view() + sum(q.view(), {1, 2}, keepdims));
-    tensor<std::int8_t, 3> want({3, n, 4});
-    eval(want, q.view() + sum(q.view(), {1, 2}, keepdims));
-    CHECK(same_bits(got, want));
-  }
-  // Empty blocks: a sum of nothing is 0, a mean of nothing NaN, as on the CPU.
-  auto e = test::random_tensor<float>({3, 0, 4}, 1600);
-  auto r = test::random_tensor<float>({3, 5, 4}, 1601);
-  for (const bool take_mean : {false, true}) {
-    tensor<float, 3> out({3, 5, 4}), cpu({3, 5, 4});
-    if (take_mean) {
-      cuda::eval(out, r.view() + mean(e.view(), {0, 1}, keepdims), cuda::emulated);
-      eval(cpu, r.view() + mean(e.view(), {0, 1}, keepdims));
-      CHECK(std::isnan(out.data()[0]));
-    } else {
-      cuda::eval(out, r.view() + sum(e.view(), {0, 1}, keepdims), cuda::emulated);
-      eval(cpu, r.view() + sum(e.view(), {0, 1}, keepdims));
-      CHECK(same_bits(out, r));
-    }
-    CHECK(same_bits(out, cpu));
   }
 }
 

@@ -1,0 +1,55 @@
+// Row programs on the CUDA emulator, reductions over several axes inside trees (each a block of
+// sub-rows along borrowed coordinates): instance norm, axes apart, every axis, int8, empty
+// blocks; a unit of its own (each tree is another row program type: compile memory).
+#include "cuda/rows_check.hpp"
+
+using namespace fuse;
+using namespace fuse::test::rows;
+using fuse::test::expect_matches;
+using fuse::test::tolerance;
+
+TEST_CASE("cuda emulated rows: reductions over several axes inside trees walk blocks of sub-rows") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{17}, index_t{40}}) {
+    CAPTURE(n);
+    const auto salt = 1500 + static_cast<std::uint64_t>(n);
+    // Instance norm as exporters decompose it: statistics over the last two axes of NCHW, the
+    // variance reading the mean (a block reduction inside another's block).
+    auto x = test::random_tensor<float>({2, 3, n, 9}, salt, -4, 4);
+    check_rows(x.view() - mean(x.view(), {2, 3}, keepdims), {1e-6, 1e-6}, 4, "x - mean over H, W");
+    auto d = x.view() - mean(x.view(), {2, 3}, keepdims);
+    check_rows(d / sqrt(mean(d * d, {2, 3}, keepdims) + 1e-5f), {1e-5, 1e-5}, 16, "instance norm, decomposed");
+    // Axes apart (0 and 2), the kept one last: the iteration walks another axis last.
+    auto y = test::random_tensor<double>({5, n, 6}, salt + 1, -9, 9);
+    check_rows(y.view() - max(y.view(), {0, 2}, keepdims), {0, 0}, 0, "y - max over axes 0 and 2");
+    check_rows(y.view() * sum(y.view(), {0, 1}, keepdims), {1e-12, 1e-12}, 64, "y * sum over axes 0 and 1");
+    // Every axis, and three of four without keepdims broadcast back along the kept one.
+    check_rows(exp(y.view() - max(y.view(), {0, 1, 2}, keepdims)), {1e-12, 1e-15}, 8, "exp(y - max over all)");
+    auto z = test::random_tensor<float>({6, 3, n, 5}, salt + 2, -2, 2);
+    check_rows(z.view() + prod(z.view() * 0.5f + 1.0f, {1, 2, 3}, keepdims), {1e-5, 1e-6}, 64, "z + prod over 3 axes");
+    auto w = test::random_tensor<float>({6, 4, 3, n}, salt + 3, -2, 2);
+    check_rows(transpose(w.view(), {3, 2, 1, 0}) - mean(z.view(), {1, 2, 3}), {1e-6, 1e-6}, 8,
+               "no keepdims, kept axis along the output's last, rank 4");
+    // int8 sums wrap as the CPU's do; a block whose extent is 0 along one axis reduces nothing.
+    auto q = test::random_tensor<std::int8_t>({3, n, 4}, salt + 4, -128, 127);
+    const auto got = run_rows<std::int8_t>(q.view() + sum(q.view(), {1, 2}, keepdims));
+    tensor<std::int8_t, 3> want({3, n, 4});
+    eval(want, q.view() + sum(q.view(), {1, 2}, keepdims));
+    CHECK(same_bits(got, want));
+  }
+  // Empty blocks: a sum of nothing is 0, a mean of nothing NaN, as on the CPU.
+  auto e = test::random_tensor<float>({3, 0, 4}, 1600);
+  auto r = test::random_tensor<float>({3, 5, 4}, 1601);
+  for (const bool take_mean : {false, true}) {
+    tensor<float, 3> out({3, 5, 4}), cpu({3, 5, 4});
+    if (take_mean) {
+      cuda::eval(out, r.view() + mean(e.view(), {0, 1}, keepdims), cuda::emulated);
+      eval(cpu, r.view() + mean(e.view(), {0, 1}, keepdims));
+      CHECK(std::isnan(out.data()[0]));
+    } else {
+      cuda::eval(out, r.view() + sum(e.view(), {0, 1}, keepdims), cuda::emulated);
+      eval(cpu, r.view() + sum(e.view(), {0, 1}, keepdims));
+      CHECK(same_bits(out, r));
+    }
+    CHECK(same_bits(out, cpu));
+  }
+}
