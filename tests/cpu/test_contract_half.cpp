@@ -12,9 +12,11 @@
 #include <string>
 #include <type_traits>
 
+#include "cpu/epilogue_check.hpp"
 #include "support/check.hpp"
 
 using namespace fuse;
+using namespace fuse::test::epilogue;
 
 namespace {
 
@@ -155,26 +157,6 @@ void expect_identical(const T& got, const T& want, const char* what) {
   }
   CHECK(bad == 0);
 }
-
-/// The blocked epilogue's buffer size for the evals of a scope (fuse::epilogue_block): small
-/// budgets cross many blocks (one row by a few columns each) on small shapes.
-index_t block_elements = epilogue_block{}.elements;
-struct block_budget {
-  index_t saved = block_elements;
-  explicit block_budget(index_t b) { block_elements = b; }
-  ~block_budget() { block_elements = saved; }
-  block_budget(const block_budget&) = delete;
-  block_budget& operator=(const block_budget&) = delete;
-};
-
-/// fuse::eval with the scope's block budget; returns what the pass did.
-template <class... A>
-eval_statistics eval_blocked(A&&... a) {
-  return eval(static_cast<A&&>(a)..., epilogue_block{block_elements});
-}
-
-/// What the last eval whose counters a test checks did.
-eval_statistics stats;
 
 }  // namespace
 
