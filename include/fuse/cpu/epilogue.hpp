@@ -294,7 +294,38 @@ void block_extents(const index_array<Q>& ext, index_t elements, index_t& rows, i
   cols = cols >= n ? n : (cols >= 64 ? cols / 32 * 32 : std::max<index_t>(8, cols / 8 * 8));
 }
 
+/// Calls f(origin, extents) for each block of rows of an iteration space `ext` (rank Q): one
+/// coordinate of each axis before Q - 2 at a time (a batch_matmul's batch), rb rows of axis
+/// Q - 2, every column of axis Q - 1. The walk of the blocked pass and of row nodes over
+/// contractions (fuse/cpu/eval.hpp).
+template <std::size_t Q, class F>
+void for_each_row_block(const index_array<Q>& ext, index_t rb, F&& f) {
+  constexpr std::size_t RA = Q >= 2 ? Q - 2 : 0;  // the row axis
+  const index_t rows = Q >= 2 ? ext[RA] : 1;
+  index_t outer = 1;
+  for (std::size_t d = 0; d < RA; ++d) outer *= ext[d];
+  index_array<Q> origin{};  // the block's outer coordinates, then its first row
+  for (index_t ob = 0; ob < outer; ++ob) {
+    if (ob > 0)
+      for (std::size_t d = RA; d-- > 0;) {
+        if (++origin[d] < ext[d]) break;
+        origin[d] = 0;
+      }
+    for (index_t i0 = 0; i0 < rows; i0 += rb) {
+      index_array<Q> bext = ext;
+      for (std::size_t d = 0; d < RA; ++d) bext[d] = 1;
+      if constexpr (Q >= 2) {
+        origin[RA] = i0;
+        bext[RA] = std::min(rb, rows - i0);
+      }
+      f(std::as_const(origin), bext);
+    }
+  }
+}
+
 }  // namespace detail
+
+/// The blocked pass: outs}  // namespace detail
 
 /// The blocked pass: outs (one shape, rank Q) = exprs, block by block. outer: the executor
 /// context of the eval (see epilogue_context).
@@ -348,39 +379,26 @@ void run_epilogue_blocks(Outer& outer, std::tuple<tensor_view<T, static_cast<int
     return;
   }
 
-  index_array<Q> at{};  // the block's outer coordinates
-  for (index_t ob = 0; ob < outer_count; ++ob) {
-    if (ob > 0)
-      for (std::size_t d = RA; d-- > 0;) {
-        if (++at[d] < ext[d]) break;
-        at[d] = 0;
-      }
-    for (index_t i0 = 0; i0 < rows; i0 += rb) {
-      for (index_t j0 = 0; j0 < ext[Q - 1]; j0 += cb) {
-        index_array<Q> origin = at, bext = ext;
-        for (std::size_t d = 0; d < RA; ++d) bext[d] = 1;
-        origin[Q - 1] = j0;
-        bext[Q - 1] = std::min(cb, ext[Q - 1] - j0);
-        if constexpr (Q >= 2) {
-          origin[RA] = i0;
-          bext[RA] = std::min(rb, rows - i0);
-        }
-        auto block_outs = [&]<std::size_t... I>(std::index_sequence<I...>) {
-          return std::make_tuple([&] {
-            const auto& o = std::get<I>(outs);
-            index_t off = 0;
-            for (std::size_t d = 0; d < Q; ++d) off += origin[d] * o.strides()[d];
-            return tensor_view<T, static_cast<int>(Q)>(o.data() + off, dynamic_shape<Q>(bext), o.strides());
-          }()...);
-        }(std::index_sequence_for<T...>{});
-        ctx.block = bext;
-        ctx.next = 0;
-        ctx.done.clear();
-        ++outer.stats.blocks;
-        run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
-      }
+  detail::for_each_row_block<Q>(ext, rb, [&](const index_array<Q>& row_origin, const index_array<Q>& row_ext) {
+    for (index_t j0 = 0; j0 < ext[Q - 1]; j0 += cb) {
+      index_array<Q> origin = row_origin, bext = row_ext;
+      origin[Q - 1] = j0;
+      bext[Q - 1] = std::min(cb, ext[Q - 1] - j0);
+      auto block_outs = [&]<std::size_t... I>(std::index_sequence<I...>) {
+        return std::make_tuple([&] {
+          const auto& o = std::get<I>(outs);
+          index_t off = 0;
+          for (std::size_t d = 0; d < Q; ++d) off += origin[d] * o.strides()[d];
+          return tensor_view<T, static_cast<int>(Q)>(o.data() + off, dynamic_shape<Q>(bext), o.strides());
+        }()...);
+      }(std::index_sequence_for<T...>{});
+      ctx.block = bext;
+      ctx.next = 0;
+      ctx.done.clear();
+      ++outer.stats.blocks;
+      run_pass<Mode, Q>(ctx, block_outs, exprs, streaming, ext, origin);
     }
-  }
+  });
   outer.stats.row_packings += ctx.packed_rows.packings;
 }
 

@@ -164,34 +164,18 @@ bool run_rows_over_contractions(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> ou
   bshape[Q - 1] = n;
   if constexpr (Q >= 2) bshape[RA] = rb;
   auto buf = tensor<V, static_cast<int>(Q)>(dynamic_shape<Q>(bshape));
-  index_t outer = 1;
-  for (std::size_t d = 0; d < RA; ++d) outer *= ext[d];
-  index_array<Q> at{};
-  for (index_t o = 0; o < outer; ++o) {
-    if (o > 0)
-      for (std::size_t d = RA; d-- > 0;) {
-        if (++at[d] < ext[d]) break;
-        at[d] = 0;
-      }
-    for (index_t r0 = 0; r0 < rows; r0 += rb) {
-      index_t begin[Q], end[Q];
-      index_array<Q> len{};
-      for (std::size_t d = 0; d < Q; ++d) begin[d] = at[d], end[d] = at[d] + 1, len[d] = 1;
-      begin[Q - 1] = 0, end[Q - 1] = n, len[Q - 1] = n;
-      if constexpr (Q >= 2) {
-        const index_t m = std::min(rb, rows - r0);
-        begin[RA] = r0, end[RA] = r0 + m, len[RA] = m;
-      }
-      index_array<Q> contiguous{};
-      for (index_t s = 1, d = static_cast<index_t>(Q); d-- > 0;) contiguous[d] = s, s *= len[d];
-      const tensor_view<V, static_cast<int>(Q)> block(buf.data(), dynamic_shape<Q>(len), contiguous);
-      eval_with(ctx, block, strided_slice(child, begin, end), streaming_stores::automatic);
-      index_t off = 0;
-      for (std::size_t d = 0; d < Q; ++d) off += begin[d] * out.strides()[d];
-      eval_with(ctx, tensor_view<T, static_cast<int>(Q)>(out.data() + off, dynamic_shape<Q>(len), out.strides()),
-                remake(tensor_view<const V, static_cast<int>(Q)>(block)), streaming_stores::automatic);
-    }
-  }
+  detail::for_each_row_block<Q>(ext, rb, [&](const index_array<Q>& origin, const index_array<Q>& len) {
+    index_t begin[Q], end[Q];
+    for (std::size_t d = 0; d < Q; ++d) begin[d] = origin[d], end[d] = origin[d] + len[d];
+    index_array<Q> contiguous{};
+    for (index_t s = 1, d = static_cast<index_t>(Q); d-- > 0;) contiguous[d] = s, s *= len[d];
+    const tensor_view<V, static_cast<int>(Q)> block(buf.data(), dynamic_shape<Q>(len), contiguous);
+    eval_with(ctx, block, strided_slice(child, begin, end), streaming_stores::automatic);
+    index_t off = 0;
+    for (std::size_t d = 0; d < Q; ++d) off += origin[d] * out.strides()[d];
+    eval_with(ctx, tensor_view<T, static_cast<int>(Q)>(out.data() + off, dynamic_shape<Q>(len), out.strides()),
+              remake(tensor_view<const V, static_cast<int>(Q)>(block)), streaming_stores::automatic);
+  });
   return true;
 }
 
