@@ -13,6 +13,12 @@
 
 namespace fuse::test::cuda {
 
+/// Whether this host build's scalar math is the device's algorithm: fused fmas and the wide
+/// (32-interval) tables (fuse/math/prims.hpp). Without them (a build without -march, or a CPU
+/// without AVX-512) the CPU computes the same functions by another sequence of roundings, so
+/// the results agree within the ULP bounds but not bit for bit: tests then report the counts.
+inline constexpr bool host_runs_device_algorithm = FUSE_MATH_FUSED_FMA && FUSE_MATH_WIDE_TABLES;
+
 /// e at every coordinate of extents ext (e broadcast to them), as a row-major tensor.
 template <class Mode = accurate_math_t, class T, std::size_t R, class E>
 tensor<T, static_cast<int>(R)> scalar_lane(const index_array<R>& ext, const E& e) {

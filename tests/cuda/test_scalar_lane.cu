@@ -29,6 +29,7 @@
 #include <fuse/math/math.hpp>
 
 #include "cuda/naive_eval.cuh"
+#include "cuda/scalar_lane.hpp"
 #include "support/random.hpp"
 
 #ifndef FUSE_TEST_FMAD
@@ -36,6 +37,8 @@
 #endif
 
 namespace {
+
+using fuse::test::cuda::host_runs_device_algorithm;
 
 #define CUDA_OK(call)                                                                                        \
   do {                                                                                                       \
@@ -151,12 +154,6 @@ std::size_t binary_mismatches(const std::vector<float>& a, const std::vector<flo
   }
   return bad;
 }
-
-/// Whether this host build's scalar math is the device's algorithm: fused fmas and the wide
-/// (32-interval) tables (fuse/math/prims.hpp). Without them (a build without -march, or a CPU
-/// without AVX-512) the CPU computes the same functions by another sequence of roundings, so
-/// the results agree within the ULP bounds but not bit for bit; the test then reports the counts.
-constexpr bool host_runs_device_algorithm = FUSE_MATH_FUSED_FMA && FUSE_MATH_WIDE_TABLES;
 
 /// FUSE_TEST_FMAD=0 on a host that runs the device's algorithm: every difference is a failure.
 /// Otherwise the count is reported.

@@ -46,7 +46,7 @@ device_view<T, static_cast<int>(R)> view(T* p, const index_t (&extents)[R], cons
 
 /// Owning, contiguous row-major device memory: allocated with cudaMallocAsync on the stream it
 /// is given and zeroed there, freed with cudaFreeAsync on the same stream when destroyed (so the
-/// stream's earlier work on it finishes first). Move-only: a deep copy needs a stream, so it is
+/// stream's earlier work on it finishes first; the stream must outlive the tensor). Move-only: a deep copy needs a stream, so it is
 /// spelled `fuse::cuda::copy`.
 template <class T, auto E = 1>
 class tensor {
@@ -131,8 +131,10 @@ class tensor {
     if constexpr (!shape_type::is_static) shape_ = shape_type{};
   }
   void release() noexcept {
-    // A destructor cannot throw: an error here (a destroyed stream) leaves the memory to the
-    // driver, which frees it with the context.
+    // A destructor cannot throw: an error here leaves the memory to the driver, which frees it
+    // with the context. The stream must still exist: cudaFreeAsync on a destroyed stream is
+    // undefined (on an H100 with driver 580 it crashed inside the driver), so destroy a tensor
+    // before its stream.
     if (data_) (void)cudaFreeAsync(data_, stream_);
     data_ = nullptr;
   }
