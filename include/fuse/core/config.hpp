@@ -43,6 +43,14 @@
 #define FUSE_DEVICE_NO_UNROLL
 #endif
 
+// Before a device loop of constant trip count over a small array: unrolled, the array stays in
+// registers (a run-time index would put it in local memory). The host leaves the loop as it is.
+#if defined(__CUDACC__)
+#define FUSE_DEVICE_UNROLL FUSE_PRAGMA(unroll)
+#else
+#define FUSE_DEVICE_UNROLL
+#endif
+
 // Placed after a lambda's parameter list: `[&](int i) FUSE_LAMBDA_INLINE { ... }`.
 #if (defined(__GNUC__) || defined(__clang__)) && !defined(__CUDACC__)
 #define FUSE_LAMBDA_INLINE __attribute__((always_inline))

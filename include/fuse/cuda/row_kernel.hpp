@@ -32,14 +32,19 @@
 
 namespace fuse::cuda {
 
-/// Threads per block of the row kernel.
+/// Threads per block of the row kernel where warps (or single threads) own the rows.
 inline constexpr std::uint32_t row_block_threads = 256;
+/// Threads of the group, and of the block, that owns one long row. Measured on an H100 (docs/
+/// performance.md): 512 ran a [4096, 32768] layer norm 24% and a softmax 7% faster than 256;
+/// 1024 helped softmax further and cost layer norm.
+inline constexpr std::uint32_t row_long_threads = 512;
 /// Rows up to this many elements are a warp's; longer ones a block's.
 inline constexpr index_t warp_row_limit = 1024;
 /// Most blocks of a launch; more rows are walked by striding.
 inline constexpr std::uint32_t row_max_blocks = 1u << 20;
-/// Shared memory of a row kernel's block: one partial result (<= 8 bytes) per warp.
-inline constexpr std::size_t row_shared_bytes = (row_block_threads / warp_size) * 8;
+/// Shared memory of a row kernel's block: one partial result (<= 8 bytes) per warp of the
+/// largest block.
+inline constexpr std::size_t row_shared_bytes = (row_long_threads / warp_size) * 8;
 
 /// The outputs of a row program written along each row: evs[i] into outs[i].
 template <class Outs, class Evs>
@@ -73,17 +78,51 @@ struct row_params {
   std::uint32_t row_threads = warp_size;  ///< threads per row: a warp, or the block
 };
 
+/// Columns a thread reads at once along a row: its loads are independent, so they are in flight
+/// together. (One at a time, each waiting for the last to come back, left a long row latency-bound
+/// at about a third of an H100's copy bandwidth.)
+inline constexpr int row_columns_at_once = 4;
+
+/// The partial result of kind P over columns lane, lane + G, ... of ev's current row, in the
+/// same order on every executor: column j goes to accumulator (j - lane) / G mod
+/// row_columns_at_once while whole groups of them remain, the rest to the first, and the
+/// accumulators are combined pairwise at the end.
+template <class P, class S, class Ev>
+FUSE_HD S row_partial(Ev& ev, index_t lane, index_t n, index_t G) {
+  constexpr int U = row_columns_at_once;
+  S acc[U];
+  FUSE_DEVICE_UNROLL
+  for (int u = 0; u < U; ++u) acc[u] = P::identity();
+  index_t j = lane;
+  FUSE_DEVICE_NO_UNROLL
+  for (; j + (U - 1) * G < n; j += U * G) {
+    S v[U];
+    FUSE_DEVICE_UNROLL
+    for (int u = 0; u < U; ++u) v[u] = static_cast<S>(ev.get(j + u * G));
+    FUSE_DEVICE_UNROLL
+    for (int u = 0; u < U; ++u) acc[u] = P::combine(acc[u], v[u]);
+  }
+  FUSE_DEVICE_NO_UNROLL
+  for (; j < n; j += G) acc[0] = P::combine(acc[0], static_cast<S>(ev.get(j)));
+  FUSE_DEVICE_UNROLL
+  for (int s = 1; s < U; s *= 2)  // pairwise: (0 1) (2 3) ..., then (0 2) ...
+    FUSE_DEVICE_UNROLL
+  for (int u = 0; u + s < U; u += 2 * s) acc[u] = P::combine(acc[u], acc[u + s]);
+  return acc[0];
+}
+
 /// The threads a group uses for rows whose longest walk (phases and outputs) is `longest`.
 inline std::uint32_t row_threads_for(index_t longest) {
-  return longest > warp_row_limit ? row_block_threads : warp_size;
+  return longest > warp_row_limit ? row_long_threads : warp_size;
 }
 
 template <std::size_t Q, class Phases, class Final>
 launch_config row_launch(const row_params<Q, Phases, Final>& p) {
-  const index_t per_block = row_block_threads / p.row_threads;
+  const std::uint32_t threads = p.row_threads > row_block_threads ? p.row_threads : row_block_threads;
+  const index_t per_block = threads / p.row_threads;
   const index_t blocks = (p.rows + per_block - 1) / per_block;
   launch_config c;
-  c.block = {row_block_threads, 1, 1};
+  c.block = {threads, 1, 1};
   c.grid = {static_cast<std::uint32_t>(blocks < row_max_blocks ? blocks : row_max_blocks), 1, 1};
   c.shared_bytes = row_shared_bytes;
   return c;
@@ -124,8 +163,7 @@ FUSE_HD typename Ph::value_type phase_value(const Ph& ph, index_t* x, std::uint3
     if ((ph.sub_mask >> k) & 1) saved[k] = x[k], x[k] = 0;
   for (;;) {
     ev.row(x);
-    FUSE_DEVICE_NO_UNROLL
-    for (index_t j = lane; j < ph.n; j += G) acc = P::combine(acc, static_cast<S>(ev.get(j)));
+    acc = P::combine(acc, row_partial<P, S>(ev, lane, ph.n, G));
     bool more = false;
     for (std::size_t k = Q - 1; k-- > 0;)
       if (!more && ((ph.sub_mask >> k) & 1)) {
@@ -151,8 +189,7 @@ FUSE_HD auto result_value(const Fin& fin, index_t* x, std::uint32_t lane, std::u
   S acc = P::identity();
   for (;;) {
     ev.row(x);
-    FUSE_DEVICE_NO_UNROLL
-    for (index_t j = lane; j < fin.phase.n; j += G) acc = P::combine(acc, static_cast<S>(ev.get(j)));
+    acc = P::combine(acc, row_partial<P, S>(ev, lane, fin.phase.n, G));
     bool more = false;
     for (std::size_t k = Q - 1; k-- > 0;)
       if (!more && k >= fin.sub) {
@@ -201,14 +238,26 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
         index_t base_of[sizeof...(I)] = {};
         for (std::size_t k = 0; k + 1 < Q; ++k) ((base_of[I] += x[k] * get<I>(p.fin.outs).stride[k]), ...);
         const index_t inner[sizeof...(I)] = {get<I>(p.fin.outs).inner()...};
-        FUSE_DEVICE_NO_UNROLL
-        for (index_t j = lane; j < n; j += G) {
-          // Every output's value before any store: an output read at its own address stays right.
-          const tuple<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type...> v{get<I>(evs).get(j)...};
+        using values = tuple<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type...>;
+        const auto store = [&](index_t j, const values& v) {
           ((get<I>(p.fin.outs).data[base_of[I] + j * inner[I]] =
                 to_storage<std::remove_pointer_t<decltype(get<I>(p.fin.outs).data)>>(get<I>(v))),
            ...);
+        };
+        // Every output's value at all the columns taken at once before any store (the loads in
+        // flight together): an output read at its own address, and only there, stays right.
+        constexpr int U = row_columns_at_once;
+        index_t j = lane;
+        FUSE_DEVICE_NO_UNROLL
+        for (; j + (U - 1) * G < n; j += U * G) {
+          values v[U];
+          FUSE_DEVICE_UNROLL
+          for (int u = 0; u < U; ++u) v[u] = values{get<I>(evs).get(j + u * G)...};
+          FUSE_DEVICE_UNROLL
+          for (int u = 0; u < U; ++u) store(j + u * G, v[u]);
         }
+        FUSE_DEVICE_NO_UNROLL
+        for (; j < n; j += G) store(j, values{get<I>(evs).get(j)...});
       }(std::make_index_sequence<decltype(p.fin.evs)::size>{});
     }
   }
