@@ -8,6 +8,8 @@
 //   layer_norm_fused/R/C     layer_norm(x, gamma, beta) over the last axis: one row kernel
 //   layer_norm_unfused/R/C   TVM's decomposed form op by op: mean, subtract, multiply, mean,
 //                            add, sqrt, divide, multiply, add: 9 kernels
+//   softmax_unstaged/R/C,    the fused kernels with stage_rows(false): each phase rereads the
+//   layer_norm_unstaged/R/C  row from device memory (fuse/cuda/row_staging.hpp's gain)
 //   evals_one_by_one         100 small evals (4096 floats each) launched one after another
 //   evals_graph              the same 100 captured once in a CUDA graph and replayed
 // Bandwidth is what the fused form must move (inputs read once, the output written once);
@@ -138,6 +140,13 @@ void softmax_fused(benchmark::State& state) {
   report_bandwidth(state, in.bytes());
 }
 
+// The same with the row read once per phase (no staging in shared memory): staging's gain.
+void softmax_unstaged(benchmark::State& state) {
+  row_inputs in(state);
+  timed(state, [&] { cuda::eval(in.out, softmax(in.x.view()), cuda::on(stream()), cuda::stage_rows(false)); });
+  report_bandwidth(state, in.bytes());
+}
+
 void softmax_unfused(benchmark::State& state) {
   row_inputs in(state);
   const auto s = [&] { return cuda::on(stream()); };
@@ -157,6 +166,15 @@ void layer_norm_fused(benchmark::State& state) {
   row_inputs in(state);
   timed(state,
         [&] { cuda::eval(in.out, layer_norm(in.x.view(), in.gamma.view(), in.beta.view()), cuda::on(stream())); });
+  report_bandwidth(state, in.bytes());
+}
+
+void layer_norm_unstaged(benchmark::State& state) {
+  row_inputs in(state);
+  timed(state, [&] {
+    cuda::eval(in.out, layer_norm(in.x.view(), in.gamma.view(), in.beta.view()), cuda::on(stream()),
+               cuda::stage_rows(false));
+  });
   report_bandwidth(state, in.bytes());
 }
 
@@ -243,6 +261,10 @@ void register_executor_benchmarks() {
     b->Args({36864, 384})->Args({3072, 768})->Args({4096, 32768});
     manual(b);
   }
+  // Staging applies to rows a block owns (above 1024 elements).
+  manual(benchmark::RegisterBenchmark("softmax_unstaged", &softmax_unstaged)->Args({4096, 32768})->Args({8192, 4096}));
+  manual(benchmark::RegisterBenchmark("layer_norm_unstaged", &layer_norm_unstaged)->Args({4096, 32768}));
+  manual(benchmark::RegisterBenchmark("softmax_fused", &softmax_fused)->Args({8192, 4096}));
   manual(benchmark::RegisterBenchmark("evals_one_by_one", &evals_one_by_one));
   manual(benchmark::RegisterBenchmark("evals_graph", &evals_graph));
 }

@@ -308,6 +308,11 @@ struct leaf_eval {
   FUSE_HD bool all_folded() const { return !may_be_general || folded; }
   /// Does the current row read contiguous memory (the executor's fastest loop)?
   FUSE_HD bool contiguous_row() const { return all_folded() && inner == 1; }
+  /// f(*this): the leaves a row kernel may stage in shared memory (fuse/cuda/row_staging.hpp).
+  template <class F>
+  FUSE_HD void visit_row_leaves(F&& f) {
+    f(*this);
+  }
   template <class F>
   void for_each_leaf(F&& f, const index_array<Q>& ext) const {
     leaf_info info;
@@ -400,6 +405,16 @@ FUSE_HD auto apply_scalar(const Op& op, C... c) {
   return op.template apply<Mode>(c...);
 }
 
+/// Calls f(leaf) for each leaf evaluator of ev that reads along the row at the row's own
+/// positions: itself if a leaf, through elementwise ops and casts, and through the row nodes'
+/// evaluators (fuse/cuda/row_program.hpp). An evaluator without a visit_row_leaves member
+/// (concatenate, take, a constant) is opaque. The CUDA row kernel stages these leaves' rows in
+/// shared memory and points them there (fuse/cuda/row_staging.hpp).
+template <class Ev, class F>
+FUSE_HD void visit_row_leaves(Ev& ev, F&& f) {
+  if constexpr (requires { ev.visit_row_leaves(f); }) ev.visit_row_leaves(f);
+}
+
 /// An elementwise op over child evaluators; `Mode` is the math mode (accurate / fast).
 template <class Mode, class Op, class T, class... Ch>
 struct map_eval {
@@ -447,6 +462,12 @@ struct map_eval {
   void for_each_leaf(F&& f, const index_array<rank>& ext) const {
     [&]<std::size_t... I>(std::index_sequence<I...>)
         FUSE_LAMBDA_INLINE { (fuse::get<I>(ch).for_each_leaf(f, ext), ...); }(std::index_sequence_for<Ch...>{});
+  }
+  /// The children's: an op reads its operands at its own positions.
+  template <class F>
+  FUSE_HD void visit_row_leaves(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>)
+        FUSE_LAMBDA_INLINE { (bind::visit_row_leaves(fuse::get<I>(ch), f), ...); }(std::index_sequence_for<Ch...>{});
   }
   void retarget(const index_array<rank>& pick) {
     [&]<std::size_t... I>(std::index_sequence<I...>)

@@ -13,7 +13,9 @@
 // Options: fuse::cuda::on(stream) (the stream to launch on; required for a real launch, never
 // the legacy default stream), fuse::cuda::emulated (run the body on the host, block by block,
 // in a chosen thread order: every CUDA test runs this way in CI), fuse::cuda::log_to(log) (append
-// each launch to a launch_log), fuse::fast_math / fuse::accurate_math.
+// each launch to a launch_log), fuse::cuda::stage_rows(false) (long rows read from device memory
+// once per phase, not staged in shared memory: for measuring), fuse::fast_math /
+// fuse::accurate_math.
 //
 // Memory: a real launch reads and writes device views only (fuse::cuda::tensor, fuse::cuda::view;
 // fuse/cuda/memory.hpp), the emulator host memory only; anything else is a named static_assert.
@@ -76,14 +78,23 @@ struct log_to {
   explicit log_to(launch_log& l) : log(&l) {}
 };
 
+/// Whether a block that owns a long row stages the leaves it reads again in shared memory, so
+/// that the row comes from device memory once (fuse/cuda/row_staging.hpp; the default). The
+/// results are the same bits either way: `stage_rows(false)` is for measuring and testing.
+struct stage_rows {
+  bool on = true;
+  explicit stage_rows(bool b) : on(b) {}
+};
+
 /// The memory an eval with options Opt... reads and writes: the host's for the emulator, the
 /// device's for a launch.
 template <class... Opt>
 using memory_of_options = std::conditional_t<(std::is_same_v<Opt, emulated_t> || ...), host_memory, device_memory>;
 
 template <class T>
-inline constexpr bool is_option = std::is_same_v<T, emulated_t> || std::is_same_v<T, on> || std::is_same_v<T, log_to> ||
-                                  std::is_same_v<T, accurate_math_t> || std::is_same_v<T, fast_math_t>;
+inline constexpr bool is_option =
+    std::is_same_v<T, emulated_t> || std::is_same_v<T, on> || std::is_same_v<T, log_to> ||
+    std::is_same_v<T, stage_rows> || std::is_same_v<T, accurate_math_t> || std::is_same_v<T, fast_math_t>;
 
 namespace detail {
 
@@ -93,6 +104,7 @@ struct settings {
   schedule order = schedule::forward;
   stream_t stream = nullptr;  ///< none given, or the legacy default stream: refused for a launch
   launch_log* log = nullptr;
+  bool stage_rows = true;
 };
 template <class... Opt>
 settings settings_of(const Opt&... opt) {
@@ -102,6 +114,7 @@ settings settings_of(const Opt&... opt) {
         if constexpr (std::is_same_v<Opt, emulated_t>) s.emulate = true, s.order = opt.order;
         else if constexpr (std::is_same_v<Opt, on>) s.stream = opt.stream;
         else if constexpr (std::is_same_v<Opt, log_to>) s.log = opt.log;
+        else if constexpr (std::is_same_v<Opt, stage_rows>) s.stage_rows = opt.on;
       }(),
       ...);
   return s;
@@ -153,9 +166,13 @@ __device__ inline thread_coords device_coords() {
   return t;
 }
 
-/// The row kernel: its body over the device's coordinates and block.
+/// The row kernel: its body over the device's coordinates and block. At most 64 registers a
+/// thread (blocks of up to 512 threads, two an SM): the occupancy measured on an H100, which the
+/// staging code would otherwise cost some kernels (up to 80 registers); the checked kernels do
+/// not spill (tests/cuda/static_kernels.cu, test_cuda_eval's -Werror).
 template <std::size_t Q, class Phases, class Final>
-__global__ void row_kernel(const __grid_constant__ row_params<Q, Phases, Final> p) {
+__global__ void __launch_bounds__(row_long_threads, 2)
+    row_kernel(const __grid_constant__ row_params<Q, Phases, Final> p) {
   device_block blk;
   row_body(p, device_coords(), blk);
 }
@@ -169,6 +186,8 @@ __global__ void elementwise_kernel(const __grid_constant__ elementwise_params<Q,
 
 /// Kernel parameters beyond this many bytes do not fit a launch (CUDA 12.1+ on Volta and later).
 inline constexpr std::size_t max_parameter_bytes = 32764;
+/// Dynamic shared memory a block gets without opting in (cudaFuncSetAttribute).
+inline constexpr std::size_t default_shared_bytes = 48 * 1024;
 
 /// Throws unless each output either lies apart from every leaf or is read only at the very
 /// addresses it is written (x = f(x) in place): the kernel writes outputs while other threads
@@ -265,19 +284,43 @@ index_t longest_row(const row_params<Q, Phases, Final>& p, index_t outputs) {
   return n;
 }
 
+#if defined(__CUDACC__)
+/// Lets the row kernel's blocks have the most shared memory a staged row may ask for (once per
+/// kernel and process); false where the device allows less.
+template <std::size_t Q, class Phases, class Final>
+bool raise_row_shared_limit() {
+  static const bool raised = [] {
+    const bool ok = cudaFuncSetAttribute(row_kernel<Q, Phases, Final>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(row_shared_bytes + row_stage_max_bytes)) == cudaSuccess;
+    if (!ok) (void)cudaGetLastError();
+    return ok;
+  }();
+  return raised;
+}
+#endif
+
 /// One launch of the row body over p.
 template <std::size_t Q, class Phases, class Final>
 void launch_row(const row_params<Q, Phases, Final>& p, const settings& s, const char* name) {
   static_assert(sizeof(p) <= max_parameter_bytes,
                 "fuse::cuda::eval: the bound tree is larger than a kernel parameter may be (32,764 bytes)");
-  const launch_config cfg = row_launch(p);
+  launch_config cfg = row_launch(p);
   if (s.emulate) {
     emulate_cooperative_grid(cfg, s.order, [&](const thread_coords& t, emulated_block& blk) { row_body(p, t, blk); });
   } else {
     check_launchable(s);
 #if defined(__CUDACC__)
+    const row_params<Q, Phases, Final>* q = &p;
+    row_params<Q, Phases, Final> unstaged;
+    if (cfg.shared_bytes > default_shared_bytes && !raise_row_shared_limit<Q, Phases, Final>()) {
+      // A device whose blocks may not have that much: the row is read as without staging.
+      unstaged = p;
+      unstaged.stage = {};
+      q = &unstaged;
+      cfg = row_launch(unstaged);
+    }
     row_kernel<Q, Phases, Final><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
-                                   ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(p);
+                                   ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(*q);
     check(cudaGetLastError(), "cuda::eval: the launch of the row kernel", __FILE__, __LINE__);
 #endif
   }
@@ -458,6 +501,7 @@ void run_row_program(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>
               "shifted slice, a broadcast of itself, another row of a reduction); a CUDA eval allocates no "
               "temporary: evaluate into another buffer");
     }(std::index_sequence_for<E...>{});
+    if (s.stage_rows) p.stage = plan_row_stage(p);
     launch_row(p, s, "row");
     return;
   }

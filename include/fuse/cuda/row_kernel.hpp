@@ -28,6 +28,7 @@
 #include "fuse/cuda/elementwise.hpp"
 #include "fuse/cuda/launch.hpp"
 #include "fuse/cuda/row_program.hpp"
+#include "fuse/cuda/row_staging.hpp"
 #include "fuse/expr/reduce.hpp"
 
 namespace fuse::cuda {
@@ -76,6 +77,7 @@ struct row_params {
   index_array<Q> extent{};                ///< the iteration space; extent[Q - 1] is the outputs' row length
   index_t rows = 0;                       ///< product of all but the last extent
   std::uint32_t row_threads = warp_size;  ///< threads per row: a warp, or the block
+  row_stage_plan stage{};                 ///< the row's leaves staged in shared memory (row_staging.hpp)
 };
 
 /// Columns a thread reads at once along a row: its loads are independent, so they are in flight
@@ -124,8 +126,43 @@ launch_config row_launch(const row_params<Q, Phases, Final>& p) {
   launch_config c;
   c.block = {threads, 1, 1};
   c.grid = {static_cast<std::uint32_t>(blocks < row_max_blocks ? blocks : row_max_blocks), 1, 1};
-  c.shared_bytes = row_shared_bytes;
+  c.shared_bytes = row_shared_bytes + p.stage.bytes;
   return c;
+}
+
+/// The leaves a block that owns a whole row stages in shared memory (row_staging.hpp): only
+/// such blocks (warps walk their rows independently, so no barrier could wait for them), only
+/// where every phase walks the output's row once (no sub-rows), and only leaves read again.
+template <std::size_t Q, class Phases, class Outs, class Evs>
+row_stage_plan plan_row_stage(const row_params<Q, Phases, row_outputs<Outs, Evs>>& p) {
+  if constexpr (Phases::size == 0) {
+    return {};
+  } else {
+    if (p.row_threads != row_long_threads) return {};
+    const index_t n = p.extent[Q - 1];
+    bool one_walk = true;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      ((one_walk = one_walk && fuse::get<I>(p.phases).sub_mask == 0 && fuse::get<I>(p.phases).n == n), ...);
+    }(std::make_index_sequence<Phases::size>{});
+    if (!one_walk) return {};
+    // Any row: the leaves' contiguity and identity are the same on every row.
+    index_t x[Q + max_row_values] = {};
+    auto phases = p.phases;
+    auto evs = p.fin.evs;
+    leaf_rows<32> first;
+    leaf_rows<64> later;
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (fuse::get<I>(phases).ev.row(x), ...);
+      ((I == 0 ? bind::visit_row_leaves(fuse::get<I>(phases).ev, first)
+               : bind::visit_row_leaves(fuse::get<I>(phases).ev, later)),
+       ...);
+    }(std::make_index_sequence<Phases::size>{});
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (fuse::get<I>(evs).row(x), ...);
+      (bind::visit_row_leaves(fuse::get<I>(evs), later), ...);
+    }(std::make_index_sequence<Evs::size>{});
+    return plan_staged_leaves(first, later, n);
+  }
 }
 
 /// Combines acc of every thread of a row group (G threads: a warp or the block) so that each
@@ -152,7 +189,7 @@ FUSE_HD S row_allreduce(S acc, std::uint32_t G, std::uint32_t tid, Block& blk) {
 /// (by constant indices: x stays in registers), which it gives back as it found them.
 template <class Ph, class Block>
 FUSE_HD typename Ph::value_type phase_value(const Ph& ph, index_t* x, std::uint32_t lane, std::uint32_t G,
-                                            std::uint32_t tid, Block& blk) {
+                                            std::uint32_t tid, Block& blk, const unsigned char* staged) {
   constexpr std::size_t Q = Ph::rank;
   using S = typename Ph::partial_type;
   using P = reduce_partial<Ph::kind, S>;
@@ -163,6 +200,7 @@ FUSE_HD typename Ph::value_type phase_value(const Ph& ph, index_t* x, std::uint3
     if ((ph.sub_mask >> k) & 1) saved[k] = x[k], x[k] = 0;
   for (;;) {
     ev.row(x);
+    if (staged) read_staged_leaves(ev, staged);
     acc = P::combine(acc, row_partial<P, S>(ev, lane, ph.n, G));
     bool more = false;
     for (std::size_t k = Q - 1; k-- > 0;)
@@ -216,11 +254,23 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
     // refused by the binder before any launch; the array still has room for all of them.)
     index_t x[Q + (Phases::size > max_row_values ? Phases::size : max_row_values)] = {};
     row_coordinates(r, p.extent, x);
+    // A block that owns the row copies the leaves read again to shared memory first (the plan is
+    // the same for every thread of the block, so the barrier is reached by all).
+    unsigned char* staged = nullptr;  // the staging area, where the row is staged
+    if constexpr (Phases::size > 0) {
+      if (p.stage.mask) {
+        staged = blk.template shared<unsigned char>() + row_shared_bytes;
+        auto first = fuse::get<0>(p.phases).ev;
+        first.row(x);
+        stage_row_leaves(first, p.stage, n, lane, G, staged);
+        blk.barrier();
+      }
+    }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       // (a phase that repeats an earlier one copies its value: the same for the whole group)
       ((x[Q + I] = fuse::get<I>(p.phases).copy_from >= 0
                        ? row_value<Q, index_t>(x, fuse::get<I>(p.phases).copy_from)
-                       : pack_row_value(phase_value(fuse::get<I>(p.phases), x, lane, G, t.thread.x, blk))),
+                       : pack_row_value(phase_value(fuse::get<I>(p.phases), x, lane, G, t.thread.x, blk, staged))),
        ...);
     }(std::make_index_sequence<Phases::size>{});
     index_t base = 0;
@@ -235,6 +285,7 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
         using fuse::get;
         auto evs = p.fin.evs;
         (get<I>(evs).row(x), ...);
+        if (staged) (read_staged_leaves(get<I>(evs), staged), ...);
         index_t base_of[sizeof...(I)] = {};
         for (std::size_t k = 0; k + 1 < Q; ++k) ((base_of[I] += x[k] * get<I>(p.fin.outs).stride[k]), ...);
         const index_t inner[sizeof...(I)] = {get<I>(p.fin.outs).inner()...};
@@ -260,6 +311,7 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
         for (; j < n; j += G) store(j, values{get<I>(evs).get(j)...});
       }(std::make_index_sequence<decltype(p.fin.evs)::size>{});
     }
+    if (p.stage.mask) blk.barrier();  // every thread done with the staged row before the next is copied
   }
 }
 

@@ -161,6 +161,10 @@ struct softmax_row_eval : lanes_by_get<softmax_row_eval<Mode, K, T, Ev>, Ev::ran
   void for_each_leaf(F&& f, const index_array<rank>& ext) const {
     child.for_each_leaf(f, ext);
   }
+  template <class F>
+  FUSE_HD void visit_row_leaves(F&& f) {
+    bind::visit_row_leaves(child, f);
+  }
 };
 
 /// layer_norm: its input, gamma and beta along the row and the row's mean (value `slot`) and
@@ -197,6 +201,12 @@ struct layer_norm_row_eval : lanes_by_get<layer_norm_row_eval<T, XEv, GEv, BEv>,
     gamma.for_each_leaf(f, ext);
     beta.for_each_leaf(f, ext);
   }
+  template <class F>
+  FUSE_HD void visit_row_leaves(F&& f) {
+    bind::visit_row_leaves(x, f);
+    bind::visit_row_leaves(gamma, f);
+    bind::visit_row_leaves(beta, f);
+  }
 };
 
 // ---- what phases reduce ------------------------------------------------------------------------
@@ -217,6 +227,10 @@ struct shifted_exp_eval {
   template <class F>
   void for_each_leaf(F&& f, const index_array<rank>& ext) const {
     child.for_each_leaf(f, ext);
+  }
+  template <class F>
+  FUSE_HD void visit_row_leaves(F&& f) {
+    bind::visit_row_leaves(child, f);
   }
 };
 
@@ -239,6 +253,10 @@ struct squared_deviation_eval {
   template <class F>
   void for_each_leaf(F&& f, const index_array<rank>& ext) const {
     child.for_each_leaf(f, ext);
+  }
+  template <class F>
+  FUSE_HD void visit_row_leaves(F&& f) {
+    bind::visit_row_leaves(child, f);
   }
 };
 
