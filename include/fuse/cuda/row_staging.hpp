@@ -45,9 +45,10 @@ struct row_stage {
 /// The table's bytes at the start of the staging area (16-byte aligned: the rows follow).
 inline constexpr std::uint32_t row_stage_table_bytes = (sizeof(row_stage) + 15) / 16 * 16;
 
-/// The bytes a staged row of n elements of `elem` bytes takes (16-byte aligned).
-FUSE_HD inline std::uint32_t staged_row_bytes(index_t n, std::size_t elem) {
-  return static_cast<std::uint32_t>((static_cast<std::size_t>(n) * elem + 15) / 16 * 16);
+/// The bytes a staged row of n elements of `elem` bytes takes (16-byte aligned; in 64 bits, so
+/// that a row of gigabytes is too big rather than wrapped to a small size).
+FUSE_HD inline std::size_t staged_row_bytes(index_t n, std::size_t elem) {
+  return (static_cast<std::size_t>(n) * elem + 15) / 16 * 16;
 }
 
 /// Which leaves of the first phase's tree to stage: bit i for the i-th leaf visit_row_leaves
@@ -146,10 +147,10 @@ row_stage_plan plan_staged_leaves(const leaf_rows<N>& first, const leaf_rows<M>&
     if (!first.contiguous[i] || !later.holds(first.ptr[i])) continue;
     bool again = false;  // the same leaf met earlier in the first tree
     for (int k = 0; k < i; ++k) again = again || (((plan.mask >> k) & 1) && first.ptr[k] == first.ptr[i]);
-    const std::uint32_t bytes = staged_row_bytes(n, first.elem[i]);
+    const std::size_t bytes = staged_row_bytes(n, first.elem[i]);
     if (again || plan.bytes + bytes > row_stage_max_bytes) continue;
     plan.mask |= std::uint32_t{1} << i;
-    plan.bytes += bytes;
+    plan.bytes += static_cast<std::uint32_t>(bytes);
     ++staged;
   }
   if (!plan.mask) plan.bytes = 0;
@@ -169,7 +170,7 @@ FUSE_HD void stage_row_leaves(Ev& ev, const row_stage_plan& plan, index_t n, ind
     using V = typename std::remove_cvref_t<decltype(leaf)>::value_type;
     const int i = index++;
     if (i >= 32 || !((plan.mask >> i) & 1) || count == row_stage_max_leaves) return;
-    const std::uint32_t bytes = staged_row_bytes(n, sizeof(V));
+    const std::size_t bytes = staged_row_bytes(n, sizeof(V));
     if (used + bytes > plan.bytes) return;
     detail::copy_row(area + used, leaf.row_ptr, n, lane, G);
     if (lane == 0) {
@@ -178,7 +179,7 @@ FUSE_HD void stage_row_leaves(Ev& ev, const row_stage_plan& plan, index_t n, ind
       table->elem[count] = static_cast<std::uint32_t>(sizeof(V));
     }
     ++count;
-    used += bytes;
+    used += static_cast<std::uint32_t>(bytes);
   });
   if (lane == 0) table->count = count;
 }
