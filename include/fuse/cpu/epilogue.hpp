@@ -323,9 +323,16 @@ void for_each_row_block(const index_array<Q>& ext, index_t rb, F&& f) {
   }
 }
 
-}  // namespace detail
+/// The block of view v at `origin` with extents `ext` (v's strides).
+template <std::size_t Q, class T>
+tensor_view<T, static_cast<int>(Q)> block_of(const tensor_view<T, static_cast<int>(Q)>& v, const index_array<Q>& origin,
+                                             const index_array<Q>& ext) {
+  index_t off = 0;
+  for (std::size_t d = 0; d < Q; ++d) off += origin[d] * v.strides()[d];
+  return tensor_view<T, static_cast<int>(Q)>(v.data() + off, dynamic_shape<Q>(ext), v.strides());
+}
 
-/// The blocked pass: outs}  // namespace detail
+}  // namespace detail
 
 /// The blocked pass: outs (one shape, rank Q) = exprs, block by block. outer: the executor
 /// context of the eval (see epilogue_context).
@@ -385,12 +392,7 @@ void run_epilogue_blocks(Outer& outer, std::tuple<tensor_view<T, static_cast<int
       origin[Q - 1] = j0;
       bext[Q - 1] = std::min(cb, ext[Q - 1] - j0);
       auto block_outs = [&]<std::size_t... I>(std::index_sequence<I...>) {
-        return std::make_tuple([&] {
-          const auto& o = std::get<I>(outs);
-          index_t off = 0;
-          for (std::size_t d = 0; d < Q; ++d) off += origin[d] * o.strides()[d];
-          return tensor_view<T, static_cast<int>(Q)>(o.data() + off, dynamic_shape<Q>(bext), o.strides());
-        }()...);
+        return std::make_tuple(detail::block_of<Q>(std::get<I>(outs), origin, bext)...);
       }(std::index_sequence_for<T...>{});
       ctx.block = bext;
       ctx.next = 0;

@@ -167,14 +167,10 @@ bool run_rows_over_contractions(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> ou
   detail::for_each_row_block<Q>(ext, rb, [&](const index_array<Q>& origin, const index_array<Q>& len) {
     index_t begin[Q], end[Q];
     for (std::size_t d = 0; d < Q; ++d) begin[d] = origin[d], end[d] = origin[d] + len[d];
-    index_array<Q> contiguous{};
-    for (index_t s = 1, d = static_cast<index_t>(Q); d-- > 0;) contiguous[d] = s, s *= len[d];
-    const tensor_view<V, static_cast<int>(Q)> block(buf.data(), dynamic_shape<Q>(len), contiguous);
+    const tensor_view<V, static_cast<int>(Q)> block(buf.data(), dynamic_shape<Q>(len));  // contiguous
     eval_with(ctx, block, strided_slice(child, begin, end), streaming_stores::automatic);
-    index_t off = 0;
-    for (std::size_t d = 0; d < Q; ++d) off += origin[d] * out.strides()[d];
-    eval_with(ctx, tensor_view<T, static_cast<int>(Q)>(out.data() + off, dynamic_shape<Q>(len), out.strides()),
-              remake(tensor_view<const V, static_cast<int>(Q)>(block)), streaming_stores::automatic);
+    eval_with(ctx, detail::block_of<Q>(out, origin, len), remake(tensor_view<const V, static_cast<int>(Q)>(block)),
+              streaming_stores::automatic);
   });
   return true;
 }

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -311,13 +312,13 @@ void launch_row(const row_params<Q, Phases, Final>& p, const settings& s, const 
     check_launchable(s);
 #if defined(__CUDACC__)
     const row_params<Q, Phases, Final>* q = &p;
-    row_params<Q, Phases, Final> unstaged;
+    std::optional<row_params<Q, Phases, Final>> unstaged;  // (a copy only where it is needed)
     if (cfg.shared_bytes > default_shared_bytes && !raise_row_shared_limit<Q, Phases, Final>()) {
       // A device whose blocks may not have that much: the row is read as without staging.
-      unstaged = p;
-      unstaged.stage = {};
-      q = &unstaged;
-      cfg = row_launch(unstaged);
+      unstaged.emplace(p);
+      unstaged->stage = {};
+      q = &*unstaged;
+      cfg = row_launch(*unstaged);
     }
     row_kernel<Q, Phases, Final><<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z),
                                    ::dim3(cfg.block.x, cfg.block.y, cfg.block.z), cfg.shared_bytes, s.stream>>>(*q);
