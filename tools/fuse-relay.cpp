@@ -11,10 +11,12 @@
 //       draws the plan (kernels as clusters) for Graphviz; --planner tvm plans TVM v0.19
 //       FuseOps' groups instead of fuse's (the header then runs TVM's grouping); --target cuda
 //       writes a .cuh of fuse::cuda::eval kernels instead (emit.hpp; contractions: not yet)
-//   fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]
+//   fuse-relay check MODEL.relay [MODEL.relay...] [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]
 //       generates the header, compiles it with the project's compiler and flags (nvcc for
 //       --target cuda: run on the GPU when there is one, else on the host emulator), runs it on
-//       random inputs and compares with the interpreter; exit 0 only within tolerance
+//       random inputs and compares with the interpreter; exit 0 only within tolerance. Several
+//       models share one driver (one compile) and each gets a line "MODEL: passed|failed|
+//       refused|internal-error ..."; the exit status is the worst of theirs
 //   --params FILE: the model's weights (TVM's save_param_dict format or .npz): entries named as
 //       @main's parameters become constants, folded and packed at compile time; entries named
 //       meta[relay.Constant][i] (or meta_relay_Constant_i) give data to constants printed without it
@@ -26,6 +28,7 @@
 // internal error (a generated header that does not compile).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -59,7 +62,8 @@ constexpr const char* usage_text =
     "  fuse-relay types MODEL.relay\n"
     "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] "
     "[--target cpu|cuda] [--params FILE] [QNN]\n"
-    "  fuse-relay check MODEL.relay [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]\n"
+    "  fuse-relay check MODEL.relay [MODEL.relay...] [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params "
+    "FILE] [QNN]\n"
     "--params FILE: weights (TVM save_param_dict or .npz) bound to @main's parameters of those names\n"
     "QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]\n"
     "  (qnn.requantize's \"None\": TVM's RequantizeConfig, default UPWARD and int64)\n";
@@ -68,12 +72,14 @@ struct usage_error {
   std::string message;
 };
 
-/// Arguments after the command: one positional MODEL and --key value options.
+/// Arguments after the command: one positional MODEL (several where `several_models`) and --key
+/// value options.
 struct arguments {
   std::string model;
+  std::vector<std::string> more_models;  ///< the models after the first
   std::vector<std::pair<std::string, std::string>> options;
 
-  arguments(int argc, char** argv, std::vector<std::string> known) {
+  arguments(int argc, char** argv, std::vector<std::string> known, bool several_models = false) {
     for (int i = 2; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--report") {
@@ -89,6 +95,8 @@ struct arguments {
         options.emplace_back(a, argv[++i]);
       } else if (model.empty()) {
         model = a;
+      } else if (several_models) {
+        more_models.push_back(a);
       } else {
         throw usage_error{"unexpected argument " + a};
       }
@@ -244,11 +252,16 @@ int compile(const arguments& args) {
   return 0;
 }
 
+/// One line of check's report (prefixed with the model and its verdict when several are checked).
+void print_check_report(const check_report& r, const std::string& tvm_kernels) {
+  std::printf(
+      "kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s ran_on=%s\n",
+      r.kernels, tvm_kernels.c_str(), r.max_rel_err, 100 * r.differing, 100 * r.live,
+      check_detail::scales_text(r.input_scales).c_str(), r.ran_on.empty() ? "-" : r.ran_on.c_str());
+}
+
 int check(const arguments& args) {
-  module m = load_legalized(args);
-  const pipeline_result prepared = compile_pipeline(m, pipeline_options_of(args));
   check_options opt;
-  opt.planning = prepared.planning;
   opt.cxx = FUSE_RELAY_CXX;
   opt.flags = FUSE_RELAY_CXX_FLAGS;
   opt.run = fuse::tools::run_shell_command;
@@ -262,18 +275,65 @@ int check(const arguments& args) {
   opt.seed = std::strtoull(seed.c_str(), &end, 10);
   if (seed.empty() || *end) throw usage_error{"--seed " + seed + " is not a number"};
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
-  const check_report r = check_model(m, args.model, opt);
-  std::filesystem::remove_all(opt.workdir);
-  std::printf(
-      "kernels=%zu tvm_kernels=%s max_rel_err=%.3g rounded_differing=%.4f%% live=%.1f%% input_scale=%s ran_on=%s\n",
-      r.kernels, prepared.tvm_kernels.c_str(), r.max_rel_err, 100 * r.differing, 100 * r.live,
-      check_detail::scales_text(r.input_scales).c_str(), r.ran_on.empty() ? "-" : r.ran_on.c_str());
-  if (r.internal) {
-    std::fprintf(stderr, "%s: internal error (please report it): %s", args.model.c_str(), r.detail.c_str());
-    return 2;
+  const pipeline_options pipeline = pipeline_options_of(args);
+  if (args.more_models.empty()) {
+    module m = load_legalized(args);
+    const pipeline_result prepared = compile_pipeline(m, pipeline);
+    opt.planning = prepared.planning;
+    const check_report r = check_model(m, args.model, opt);
+    std::filesystem::remove_all(opt.workdir);
+    print_check_report(r, prepared.tvm_kernels);
+    if (r.internal) {
+      std::fprintf(stderr, "%s: internal error (please report it): %s", args.model.c_str(), r.detail.c_str());
+      return 2;
+    }
+    if (!r.ok) std::fprintf(stderr, "%s: check failed: %s", args.model.c_str(), r.detail.c_str());
+    return r.ok ? 0 : 1;
   }
-  if (!r.ok) std::fprintf(stderr, "%s: check failed: %s", args.model.c_str(), r.detail.c_str());
-  return r.ok ? 0 : 1;
+  // Several models: one driver, one compile (check_models). A model that does not load or that
+  // fuse does not run is named with its error and the others are still checked.
+  if (!args.get("--params").empty()) throw usage_error{"--params names one model's weights: check one model with it"};
+  std::vector<std::string> names{args.model};
+  names.insert(names.end(), args.more_models.begin(), args.more_models.end());
+  std::vector<module> modules(names.size());
+  std::vector<std::string> tvm_kernels(names.size()), load_errors(names.size());
+  std::vector<plan_options> planning(names.size());
+  std::vector<check_subject> subjects;
+  std::vector<std::size_t> subject_of(names.size(), names.size());
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    arguments one = args;
+    one.model = names[k];
+    try {
+      modules[k] = load_legalized(one);
+      const pipeline_result prepared = compile_pipeline(modules[k], pipeline);
+      planning[k] = prepared.planning;
+      tvm_kernels[k] = prepared.tvm_kernels;
+      subject_of[k] = subjects.size();
+      subjects.push_back({&modules[k], names[k], &planning[k]});
+    } catch (const error& e) {
+      load_errors[k] = e.what();
+    }
+  }
+  const std::vector<check_report> reports = check_models(subjects, opt);
+  std::filesystem::remove_all(opt.workdir);
+  int status = 0;
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    const char* name = names[k].c_str();
+    if (subject_of[k] == names.size() || reports[subject_of[k]].refused) {
+      const std::string& why = subject_of[k] == names.size() ? load_errors[k] : reports[subject_of[k]].detail;
+      std::printf("%s: refused\n", name);
+      std::fprintf(stderr, "%s\n", why.c_str());
+      status = std::max(status, 1);
+      continue;
+    }
+    const check_report& r = reports[subject_of[k]];
+    std::printf("%s: %s ", name, r.internal ? "internal-error" : r.ok ? "passed" : "failed");
+    print_check_report(r, tvm_kernels[k]);
+    if (r.internal) std::fprintf(stderr, "%s: internal error (please report it): %s", name, r.detail.c_str());
+    else if (!r.ok) std::fprintf(stderr, "%s: check failed: %s", name, r.detail.c_str());
+    status = std::max(status, r.internal ? 2 : r.ok ? 0 : 1);
+  }
+  return status;
 }
 
 int types(const arguments& args) {
@@ -300,7 +360,7 @@ int main(int argc, char** argv) {
       return compile(arguments(
           argc, argv, with_qnn_flags({"-o", "--namespace", "--report", "--dot", "--planner", "--target", "--params"})));
     if (cmd == "check")
-      return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner", "--target", "--params"})));
+      return check(arguments(argc, argv, with_qnn_flags({"--seed", "--planner", "--target", "--params"}), true));
     throw usage_error{"unknown command " + cmd};
   } catch (const usage_error& e) {
     std::fprintf(stderr, "fuse-relay: %s\n%s", e.message.c_str(), usage_text);

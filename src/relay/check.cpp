@@ -95,70 +95,82 @@ void driver_ports(std::ostringstream& d, const emitted& em) {
     d << ";\n";
   }
 }
-/// The driver's end: out<o> stored to DIR/out<o>.npy, errors to stderr and exit status 1.
+/// The driver's end: out<o> stored to DIR/out<o>.npy.
 void driver_end(std::ostringstream& d, const emitted& em) {
   for (std::size_t o = 0; o < em.outputs.size(); ++o) {
     const dtype x = em.outputs[o].t.dt;
-    d << "    store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", "
+    d << "  store(dir + \"/out" << o << ".npy\", out" << o << ", fuse::relay::dtype{" << int(x.code) << ", "
       << int(x.bits) << ", " << int(x.lanes) << "});\n";
   }
 }
-const char* const driver_catch =
-    "  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n  }\n  "
-    "return 0;\n}\n";
 
-std::string driver_source(const emitted& em, const std::string& ns) {
-  std::ostringstream d;
-  d << "#include \"model.hpp\"\n#include <fuse/relay/npy.hpp>\n#include <cstring>\n#include <string>\n\n"
-    << driver_common
-    << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n  try {\n"
-    << "    static " << ns << "::model m;\n";
+/// `int check_K(const std::string& dir)`: the model of namespace ns on the inputs in DIR, its
+/// outputs written there.
+void driver_function(std::ostringstream& d, const emitted& em, const std::string& ns, std::size_t k) {
+  d << "int check_" << k << "(const std::string& dir) {\n  static " << ns << "::model m;\n";
   driver_ports(d, em);
-  d << "    m(";
+  d << "  m(";
   for (std::size_t i = 0; i < em.inputs.size(); ++i) d << (i ? ", " : "") << "std::as_const(in" << i << ").view()";
   for (std::size_t o = 0; o < em.outputs.size(); ++o)
     d << (o || !em.inputs.empty() ? ", " : "") << "out" << o << ".view()";
   d << ");\n";
   driver_end(d, em);
-  d << driver_catch;
-  return d.str();
+  d << "  return 0;\n}\n\n";
 }
 
-/// The driver of a CUDA header: on the GPU when the machine has one (inputs uploaded, outputs
-/// copied back), else on the host emulator; writes where it ran to ran_on.txt.
-std::string cuda_driver_source(const emitted& em, const std::string& ns) {
-  std::ostringstream d;
-  d << "#include \"model.cuh\"\n#include <fuse/relay/npy.hpp>\n#include <cstdio>\n#include <cstring>\n"
-    << "#include <fstream>\n#include <string>\n#include <utility>\n\n"
-    << driver_common
-    << "int main(int argc, char** argv) {\n  if (argc != 2) return 2;\n  const std::string dir = argv[1];\n"
-    << "  try {\n";
+/// The same for a CUDA header: on the GPU when the machine has one (inputs uploaded, outputs
+/// copied back), else on the host emulator; writes where it ran to DIR/ran_on.txt.
+void cuda_driver_function(std::ostringstream& d, const emitted& em, const std::string& ns, std::size_t k) {
+  d << "int check_" << k << "(const std::string& dir) {\n";
   driver_ports(d, em);
-  d << "    std::string ran_on = \"emulator\";\n    int devices = 0;\n"
-    << "    if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {\n"
-    << "      cudaDeviceProp prop{};\n      FUSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));\n"
-    << "      ran_on = std::string(\"gpu \") + prop.name;\n      cudaStream_t s = nullptr;\n"
-    << "      FUSE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));\n      {\n"
-    << "        " << ns << "::model m(s);\n";
+  d << "  std::string ran_on = \"emulator\";\n  int devices = 0;\n"
+    << "  if (cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0) {\n"
+    << "    cudaDeviceProp prop{};\n    FUSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));\n"
+    << "    ran_on = std::string(\"gpu \") + prop.name;\n    cudaStream_t s = nullptr;\n"
+    << "    FUSE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));\n    {\n"
+    << "      " << ns << "::model m(s);\n";
   for (std::size_t i = 0; i < em.inputs.size(); ++i)
-    d << "        auto d_in" << i << " = fuse::cuda::to_device(in" << i << ", s);\n";
+    d << "      auto d_in" << i << " = fuse::cuda::to_device(in" << i << ", s);\n";
   for (std::size_t o = 0; o < em.outputs.size(); ++o)
-    d << "        fuse::cuda::tensor<" << ctype_of(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> d_out"
+    d << "      fuse::cuda::tensor<" << ctype_of(em.outputs[o].t) << ", " << em.outputs[o].t.shape.size() << "> d_out"
       << o << "(out" << o << ".shape(), s);\n";
-  d << "        m.run(";
+  d << "      m.run(";
   for (std::size_t i = 0; i < em.inputs.size(); ++i) d << "std::as_const(d_in" << i << ").view(), ";
   for (std::size_t o = 0; o < em.outputs.size(); ++o) d << "d_out" << o << ".view(), ";
   d << "s);\n";
   for (std::size_t o = 0; o < em.outputs.size(); ++o)
-    d << "        fuse::cuda::copy(out" << o << ", d_out" << o << ", fuse::cuda::on(s));\n";
-  d << "        FUSE_CUDA_CHECK(cudaStreamSynchronize(s));\n      }\n"
-    << "      FUSE_CUDA_CHECK(cudaStreamSynchronize(s));\n      FUSE_CUDA_CHECK(cudaStreamDestroy(s));\n"
-    << "    } else {\n      " << ns << "::emulated_model m(nullptr);\n      m.run(";
+    d << "      fuse::cuda::copy(out" << o << ", d_out" << o << ", fuse::cuda::on(s));\n";
+  d << "      FUSE_CUDA_CHECK(cudaStreamSynchronize(s));\n    }\n"
+    << "    FUSE_CUDA_CHECK(cudaStreamSynchronize(s));\n    FUSE_CUDA_CHECK(cudaStreamDestroy(s));\n"
+    << "  } else {\n    " << ns << "::emulated_model m(nullptr);\n    m.run(";
   for (std::size_t i = 0; i < em.inputs.size(); ++i) d << "std::as_const(in" << i << ").view(), ";
   for (std::size_t o = 0; o < em.outputs.size(); ++o) d << "out" << o << ".view(), ";
-  d << "nullptr);\n    }\n";
+  d << "nullptr);\n  }\n";
   driver_end(d, em);
-  d << "    std::ofstream(dir + \"/ran_on.txt\") << ran_on;\n" << driver_catch;
+  d << "  std::ofstream(dir + \"/ran_on.txt\") << ran_on;\n  return 0;\n}\n\n";
+}
+
+/// A model of a check in the driver: its header at DIR/m<K>/model.hpp (.cuh), namespace
+/// fuse_check_model_<K>, its function check_<K>.
+struct driver_model {
+  std::size_t k;
+  const emitted* em;
+};
+
+/// One driver for several models (one compile): `driver K DIR` runs model K on the inputs in DIR.
+std::string driver_source(const std::vector<driver_model>& models, bool cuda) {
+  std::ostringstream d;
+  for (const driver_model& m : models) d << "#include \"m" << m.k << (cuda ? "/model.cuh\"\n" : "/model.hpp\"\n");
+  d << "#include <fuse/relay/npy.hpp>\n#include <cstdio>\n#include <cstdlib>\n#include <cstring>\n"
+    << "#include <fstream>\n#include <string>\n#include <utility>\n\n"
+    << driver_common;
+  for (const driver_model& m : models)
+    (cuda ? cuda_driver_function : driver_function)(d, *m.em, "fuse_check_model_" + std::to_string(m.k), m.k);
+  d << "int main(int argc, char** argv) {\n  if (argc != 3) return 2;\n  const std::string dir = argv[2];\n"
+    << "  try {\n    switch (std::atoi(argv[1])) {\n";
+  for (const driver_model& m : models) d << "      case " << m.k << ": return check_" << m.k << "(dir);\n";
+  d << "    }\n  } catch (const std::exception& e) {\n    std::fprintf(stderr, \"%s\\n\", e.what());\n    return 1;\n"
+    << "  }\n  return 2;\n}\n";
   return d.str();
 }
 
@@ -214,42 +226,41 @@ std::vector<bool> results_after_rounding(const plan& p) {
 
 }  // namespace check_detail
 
-check_report check_model(module& m, const std::string& source_name, const check_options& opt) {
-  using namespace check_detail;
-  // The library spawns no process itself: the caller says how commands run (a tool through the
-  // shell, a sandbox otherwise).
-  if (!opt.run)
-    throw error("check_model needs a command runner (check_options::run) to compile and run the generated driver");
-  check_report rep;
-  std::unordered_set<const expr*> constants_from_inputs;
+namespace {
+
+/// A model of a check between its build and its run: its plan, header and work directory.
+struct prepared_model {
+  module* m;
+  plan p;
+  emitted em;
+  std::filesystem::path dir;
+};
+
+/// Compiles the driver of `models` (indices into `all`) into DIR/NAME; the compiler's log in
+/// DIR/NAME.log. Returns whether it compiled.
+bool build_driver(const std::vector<prepared_model>& all, const std::vector<std::size_t>& models,
+                  const std::filesystem::path& dir, const std::string& name, const check_options& opt) {
   const bool cuda = opt.target == plan_target::cuda;
-  if (cuda && opt.nvcc.empty())
-    throw error("check --target cuda needs nvcc (check_options::nvcc): this build of fuse was configured without it");
-  plan_options planning = opt.planning;
-  planning.target = opt.target;
-  const plan p = make_plan(m, "main", planning);
-  const std::filesystem::path dir = std::filesystem::absolute(opt.workdir);
-  std::filesystem::create_directories(dir);
-  emit_options eo;
-  eo.weights_path = (dir / "model.weights").string();
-  eo.target = opt.target;
-  emitted em = emit_header(m, p, "fuse_check_model", source_name, eo);
-  rep.kernels = em.kernels;
-  std::ofstream(dir / (cuda ? "model.cuh" : "model.hpp")) << em.header;
-  if (em.weights.size() > 0) {
-    std::ofstream w(eo.weights_path, std::ios::binary);
-    if (!em.weights.write(w)) throw error("cannot write " + eo.weights_path);
-  }
-  const std::filesystem::path driver = dir / (cuda ? "driver.cu" : "driver.cpp");
-  std::ofstream(driver) << (cuda ? cuda_driver_source(em, "fuse_check_model") : driver_source(em, "fuse_check_model"));
-  const std::string exe = (dir / "driver").string();
-  if (opt.run(
-          (cuda ? opt.nvcc + " " + opt.nvcc_flags : opt.cxx + " " + opt.flags) + " -o " + exe + " " + driver.string(),
-          (dir / "build.log").string()) != 0) {
-    rep.internal = true;  // a program that type-checks must give a header that compiles
-    rep.detail = "the generated header did not compile:\n" + read_text((dir / "build.log").string());
-    return rep;
-  }
+  std::vector<check_detail::driver_model> dm;
+  for (std::size_t k : models) dm.push_back({k, &all[k].em});
+  const std::filesystem::path driver = dir / (name + (cuda ? ".cu" : ".cpp"));
+  std::ofstream(driver) << check_detail::driver_source(dm, cuda);
+  return opt.run((cuda ? opt.nvcc + " " + opt.nvcc_flags : opt.cxx + " " + opt.flags) + " -o " + (dir / name).string() +
+                     " " + driver.string(),
+                 (dir / (name + ".log")).string()) == 0;
+}
+
+/// Runs model k of the driver `exe` on random inputs and compares its outputs with the reference.
+check_report run_and_compare(prepared_model& pm, std::size_t k, const std::string& exe, const check_options& opt) {
+  using namespace check_detail;
+  check_report rep;
+  rep.kernels = pm.em.kernels;
+  module& m = *pm.m;
+  const plan& p = pm.p;
+  const emitted& em = pm.em;
+  const std::filesystem::path& dir = pm.dir;
+  const bool cuda = opt.target == plan_target::cuda;
+  std::unordered_set<const expr*> constants_from_inputs;
   // Inputs: the parameters, then the constants the text did not carry (attached to the
   // module's constant nodes, so the interpreter reads the values the generated code gets).
   // Magnitudes: inputs whose outputs are all zero or saturated prove nothing, so the scale of
@@ -279,7 +290,7 @@ check_report check_model(module& m, const std::string& source_name, const check_
   const std::vector<value> want = reference(inputs);
   for (std::size_t i = 0; i < inputs.size(); ++i)
     npy::write_file((dir / ("in" + std::to_string(i) + ".npy")).string(), interpreter::to_constant(inputs[i]));
-  if (opt.run(exe + " " + dir.string(), (dir / "run.log").string()) != 0) {
+  if (opt.run(exe + " " + std::to_string(k) + " " + dir.string(), (dir / "run.log").string()) != 0) {
     rep.detail = "the generated model failed:\n" + read_text((dir / "run.log").string());
     return rep;
   }
@@ -350,6 +361,78 @@ check_report check_model(module& m, const std::string& source_name, const check_
     rep.detail += std::to_string(tie_diff) + " of " + std::to_string(tie_total) +
                   " output elements after a float rounding differ from the float32-rounded reference (allowed: 0.1%)\n";
   return rep;
+}
+
+}  // namespace
+
+std::vector<check_report> check_models(const std::vector<check_subject>& subjects, const check_options& opt) {
+  using check_detail::read_text;
+  // The library spawns no process itself: the caller says how commands run (a tool through the
+  // shell, a sandbox otherwise).
+  if (!opt.run)
+    throw error("check_model needs a command runner (check_options::run) to compile and run the generated driver");
+  const bool cuda = opt.target == plan_target::cuda;
+  if (cuda && opt.nvcc.empty())
+    throw error("check --target cuda needs nvcc (check_options::nvcc): this build of fuse was configured without it");
+  const std::filesystem::path dir = std::filesystem::absolute(opt.workdir);
+  std::vector<check_report> reports(subjects.size());
+  std::vector<prepared_model> models;
+  std::vector<std::size_t> report_of, built;  // per prepared model: its subject; the ones that compiled
+  for (std::size_t s = 0; s < subjects.size(); ++s) {
+    try {
+      plan_options planning = subjects[s].planning ? *subjects[s].planning : opt.planning;
+      planning.target = opt.target;
+      plan p = make_plan(*subjects[s].m, "main", planning);
+      const std::size_t k = models.size();
+      const std::filesystem::path mdir = dir / ("m" + std::to_string(k));
+      std::filesystem::create_directories(mdir);
+      emit_options eo;
+      eo.weights_path = (mdir / "model.weights").string();
+      eo.target = opt.target;
+      emitted em = emit_header(*subjects[s].m, p, "fuse_check_model_" + std::to_string(k), subjects[s].source_name, eo);
+      std::ofstream(mdir / (cuda ? "model.cuh" : "model.hpp")) << em.header;
+      if (em.weights.size() > 0) {
+        std::ofstream w(eo.weights_path, std::ios::binary);
+        if (!em.weights.write(w)) throw error("cannot write " + eo.weights_path);
+      }
+      models.push_back({subjects[s].m, std::move(p), std::move(em), mdir});
+      report_of.push_back(s);
+    } catch (const error& e) {
+      if (subjects.size() == 1) throw;  // one model: its error is the check's
+      reports[s].refused = true;
+      reports[s].detail = e.what();
+    }
+  }
+  // One driver for all (one compile: nvcc takes ~20 s a driver); when it does not compile, each
+  // model alone, so that the failure names its model.
+  std::vector<std::size_t> all(models.size());
+  for (std::size_t k = 0; k < all.size(); ++k) all[k] = k;
+  std::vector<std::string> exe(models.size());
+  const auto did_not_compile = [&](std::size_t k, const std::string& name) {
+    check_report& r = reports[report_of[k]];
+    r.kernels = models[k].em.kernels;
+    r.internal = true;  // a program that type-checks must give a header that compiles
+    r.detail = "the generated header did not compile:\n" + read_text((dir / (name + ".log")).string());
+  };
+  if (models.empty()) {
+  } else if (build_driver(models, all, dir, "driver", opt)) {
+    std::fill(exe.begin(), exe.end(), (dir / "driver").string());
+  } else if (models.size() == 1) {
+    did_not_compile(0, "driver");
+  } else {
+    for (std::size_t k = 0; k < models.size(); ++k) {
+      const std::string name = "driver" + std::to_string(k);
+      if (build_driver(models, {k}, dir, name, opt)) exe[k] = (dir / name).string();
+      else did_not_compile(k, name);
+    }
+  }
+  for (std::size_t k = 0; k < models.size(); ++k)
+    if (!exe[k].empty()) reports[report_of[k]] = run_and_compare(models[k], k, exe[k], opt);
+  return reports;
+}
+
+check_report check_model(module& m, const std::string& source_name, const check_options& opt) {
+  return check_models({{&m, source_name}}, opt).front();
 }
 
 }  // namespace fuse::relay

@@ -8,8 +8,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <fuse/expr/ops.hpp>
 
@@ -99,13 +102,19 @@ struct checked_run {
   std::string out, err;
 };
 
-/// `fuse-relay check` of `text` (written to NAME.relay) with the suite's seed and `extra` options.
-inline checked_run check_program(const std::string& name, const std::string& text, const std::string& extra = "") {
-  const std::filesystem::path dir =
-      std::filesystem::temp_directory_path() / ("fuse_relay_emit_" + std::to_string(base_seed()) + "_" + name);
+/// `fuse-relay check` of `programs` (each written to DIR/NAME.relay) with the suite's seed and
+/// `extra` options; the paths of the files in order.
+inline checked_run run_check(const std::filesystem::path& dir,
+                             const std::vector<std::pair<std::string, std::string>>& programs, const std::string& extra,
+                             std::vector<std::string>& paths) {
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / (name + ".relay")) << text;
-  const std::string cmd = std::string(FUSE_RELAY_TOOL) + " check " + (dir / (name + ".relay")).string() + " --seed " +
+  std::string files;
+  for (const auto& [name, text] : programs) {
+    paths.push_back((dir / (name + ".relay")).string());
+    std::ofstream(paths.back()) << text;
+    files += " " + paths.back();
+  }
+  const std::string cmd = std::string(FUSE_RELAY_TOOL) + " check" + files + " --seed " +
                           std::to_string(base_seed() % 1000000) + " " + extra + " > " + (dir / "out.txt").string() +
                           " 2> " + (dir / "err.txt").string();
   const int raw = std::system(cmd.c_str());
@@ -118,6 +127,44 @@ inline checked_run check_program(const std::string& name, const std::string& tex
   checked_run r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read("out.txt"), read("err.txt")};
   std::filesystem::remove_all(dir);
   return r;
+}
+
+/// `fuse-relay check` of `text` (written to NAME.relay) with the suite's seed and `extra` options.
+inline checked_run check_program(const std::string& name, const std::string& text, const std::string& extra = "") {
+  std::vector<std::string> paths;
+  return run_check(
+      std::filesystem::temp_directory_path() / ("fuse_relay_emit_" + std::to_string(base_seed()) + "_" + name),
+      {{name, text}}, extra, paths);
+}
+
+/// `fuse-relay check` of several programs in one call (one driver, one compile): the run, and
+/// for each program its report line ("NAME.relay: passed kernels=..."; "" when none) and the
+/// stderr text from its first mention on (its error or failure comes first there).
+struct checked_batch {
+  checked_run run;
+  std::map<std::string, std::string> line, err;
+  bool passed(const std::string& name) const {
+    const auto l = line.find(name);
+    return l != line.end() && l->second.find(": passed ") != std::string::npos;
+  }
+};
+inline checked_batch check_programs(const std::string& batch,
+                                    const std::vector<std::pair<std::string, std::string>>& programs,
+                                    const std::string& extra = "") {
+  std::vector<std::string> paths;
+  checked_batch b{run_check(std::filesystem::temp_directory_path() /
+                                ("fuse_relay_emit_" + std::to_string(base_seed()) + "_" + batch),
+                            programs, extra, paths),
+                  {},
+                  {}};
+  for (std::size_t k = 0; k < programs.size(); ++k) {
+    const std::string& name = programs[k].first;
+    std::istringstream lines(b.run.out);
+    for (std::string l; std::getline(lines, l);)
+      if (l.starts_with(paths[k] + ": ")) b.line[name] = l;
+    if (const std::size_t at = b.run.err.find(paths[k]); at != std::string::npos) b.err[name] = b.run.err.substr(at);
+  }
+  return b;
 }
 
 /// The value after `key=` in fuse-relay check's report line ("" when absent).

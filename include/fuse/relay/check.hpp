@@ -56,6 +56,7 @@ struct check_report {
   bool tie_allowance = false;
   bool ok = false;
   bool internal = false;  ///< fuse's fault, not the input's: the generated header did not compile
+  bool refused = false;   ///< fuse does not run the model (check_models only): detail says why
   std::string detail;     ///< what failed, when it did
   std::string ran_on;     ///< "cpu", "emulator" or "gpu NAME" (the device's name)
 };
@@ -117,5 +118,21 @@ std::vector<bool> results_after_rounding(const plan& p);
 /// random values the generated code was given. Throws relay::error for input fuse cannot run and
 /// when `opt.run` is empty; a failed comparison or build is reported, not thrown.
 check_report check_model(module& m, const std::string& source_name, const check_options& opt);
+
+/// A model of check_models: the module, the name its errors and header cite, and how its header
+/// is planned (null: check_options::planning; TVM's planner is a model's own: tvm_planner_options).
+struct check_subject {
+  module* m;
+  std::string source_name;
+  const plan_options* planning = nullptr;
+};
+
+/// Checks several modules as check_model checks one, with one compile: their headers go into one
+/// driver (a compile is most of a check's time: nvcc takes ~20 s a driver, the host compiler a few
+/// seconds), each in its own namespace, run once per model. A report per subject, in order. A
+/// model fuse cannot run is reported (refused, its error in detail) rather than thrown, so the
+/// others are still checked; when the shared driver does not compile, each model is compiled
+/// alone so that the failure names its model.
+std::vector<check_report> check_models(const std::vector<check_subject>& subjects, const check_options& opt);
 
 }  // namespace fuse::relay
