@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <system_error>
 
 #include <fuse/relay/check.hpp>
 #include <fuse/relay/printer.hpp>
@@ -54,7 +55,11 @@ inline relay::check_report check_compiled(relay::module& m, const std::string& n
   CHECK(r.live > min_live);
   MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err << " rounded_differing=" << r.differing
                << " live=" << r.live << " input_scale=" << relay::check_detail::scales_text(r.input_scales));
-  if (r.ok) std::filesystem::remove_all(o.workdir);
+  if (r.ok) {
+    std::filesystem::remove_all(o.workdir);
+    std::error_code ignored;
+    std::filesystem::remove(std::filesystem::path(o.workdir).parent_path(), ignored);  // when empty
+  }
   return r;
 }
 

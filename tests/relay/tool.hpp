@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 
 #include "support/random.hpp"
 
@@ -40,6 +41,8 @@ inline tool_run run_tool(const std::string& args) {
   tool_run r{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, read_text_file(out), read_text_file(err)};
   std::filesystem::remove(out);
   std::filesystem::remove(err);
+  std::error_code ignored;
+  std::filesystem::remove(dir, ignored);  // when empty: no directory a run left behind in /tmp
   return r;
 }
 
