@@ -7,7 +7,8 @@
 //   fuse-relay types MODEL.relay
 //       parses and type-checks the model; prints each definition's signature
 //   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]
-//       writes the header of fused kernels; --report lists each kernel with its ops; --dot
+//       writes the header of fused kernels; --report lists each kernel with its ops and, where
+//       the program repeats (a model's layers), the repeating block of kernels; --dot
 //       draws the plan (kernels as clusters) for Graphviz; --planner tvm plans TVM v0.19
 //       FuseOps' groups instead of fuse's (the header then runs TVM's grouping); --target cuda
 //       writes a .cuh of fuse::cuda::eval kernels instead (emit.hpp; contractions: not yet)
@@ -48,6 +49,7 @@
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/pipeline.hpp>
 #include <fuse/relay/plan.hpp>
+#include <fuse/relay/report.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 #include "shell_command.hpp"
@@ -209,12 +211,6 @@ int run(const arguments& args) {
   return 0;
 }
 
-std::string ops_of(const kernel& k) {
-  std::string s;
-  for (const expr* op : k.ops) s += (s.empty() ? "" : ", ") + op->callee->name;
-  return s;
-}
-
 int compile(const arguments& args) {
   module m = load_legalized(args);
   const pipeline_result prepared = compile_pipeline(m, pipeline_options_of(args));
@@ -244,7 +240,7 @@ int compile(const arguments& args) {
     if (!(g << plan_dot(p, std::filesystem::path(args.model).filename().string()))) throw error("cannot write " + dot);
   }
   if (!args.get("--report").empty()) {
-    for (std::size_t k = 0; k < p.kernels.size(); ++k) std::printf("kernel %zu: %s\n", k, ops_of(p.kernels[k]).c_str());
+    std::fputs(plan_report(p).c_str(), stdout);
     std::printf("intermediates: %.1f MB in one arena (%.1f MB unshared); weights file: %zu entries\n",
                 e.arena_bytes / 1e6, e.intermediate_bytes / 1e6, e.weights.size());
     std::printf("kernels: %zu (tvm: %s)\n", e.kernels, prepared.tvm_kernels.c_str());

@@ -20,6 +20,7 @@
 #include <fuse/relay/params.hpp>
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/plan.hpp>
+#include <fuse/relay/report.hpp>
 #include <fuse/relay/typecheck.hpp>
 
 #include "relay/emit_programs.hpp"
@@ -125,6 +126,29 @@ def @main(%x: Tensor[(7, 17), float32], %w: Tensor[(13, 17), float32]) {
 })";
 
 }  // namespace
+
+TEST_CASE("report: the repeating block of kernels (a model's layers), else none") {
+  using v = std::vector<std::string>;
+  const auto check = [](const v& sig, std::size_t first, std::size_t length, std::size_t repeats) {
+    CAPTURE(sig.size());
+    const repeating_block r = find_repeating_block(sig);
+    CHECK(r.first == first);
+    CHECK(r.length == length);
+    CHECK(r.repeats == repeats);
+  };
+  check({}, 0, 0, 0);
+  check({"a"}, 0, 0, 0);
+  check({"a", "b", "c"}, 0, 0, 0);
+  check({"a", "a"}, 0, 1, 2);
+  // A prefix, three copies of b c d, a suffix.
+  check({"a", "b", "c", "d", "b", "c", "d", "b", "c", "d", "e"}, 1, 3, 3);
+  // The block that covers most: two copies of a 4-block (8 kernels) beat three of "x" (3).
+  check({"x", "x", "x", "p", "q", "r", "s", "p", "q", "r", "s"}, 3, 4, 2);
+  // Equal covers: the shorter block (x y three times, not x y x y ... whose copies overlap).
+  check({"x", "y", "x", "y", "x", "y"}, 0, 2, 3);
+  // A partial last copy is outside.
+  check({"b", "c", "b", "c", "b"}, 0, 2, 2);
+}
 
 TEST_CASE("planner: kernel counts") {
   CHECK(kernels_of(seed_cell) == 1);  // TVM: 2 (dense alone)

@@ -593,6 +593,54 @@ TEST_CASE("bert pytorch int8 (fused QKV) agrees with the quantized arithmetic in
   check_against_reference(small(form::pytorch, norm::op, qkv_form::fused, precision::int8));
 }
 
+// The report names a model's layer: the repeating block is as many kernels as one more layer
+// adds, repeated once per layer (float32) or per layer but the first (int8), and the kernels
+// before and after it add up to the total.
+TEST_CASE("bert: compile --report finds the layer as the repeating block of kernels") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("fuse_relay_report_" + std::to_string(fuse::test::base_seed()));
+  std::filesystem::create_directories(dir);
+  const auto number_after = [](const std::string& out, const std::string& key) {
+    const std::size_t at = out.find(key);
+    REQUIRE(at != std::string::npos);
+    return std::stoul(out.substr(at + key.size()));
+  };
+  for (const bert_options& base :
+       {small(form::pytorch), small(form::tensorflow), small(form::pytorch, norm::unpacked, qkv_form::fused),
+        small(form::pytorch, norm::op, qkv_form::fused, precision::int8)}) {
+    CAPTURE(describe(base));
+    std::size_t total[2] = {};
+    std::string out;
+    for (int layers : {3, 4}) {
+      bert_options o = base;
+      o.layers = layers;
+      const std::filesystem::path model = dir / "bert.relay";
+      std::ofstream(model) << models::bert(o).text;
+      const fuse::test::tool_run r =
+          fuse::test::run_tool("compile " + model.string() + " -o " + (dir / "bert.hpp").string() + " --report");
+      INFO(r.out << r.err);
+      REQUIRE(r.status == 0);
+      total[layers - 3] = number_after(r.out, "\nkernels: ");
+      out = r.out;
+    }
+    INFO(out);
+    const std::size_t per_layer = total[1] - total[0];
+    CHECK(number_after(out, "repeating block: ") == per_layer);
+    const std::size_t block = out.find("repeating block: ");
+    REQUIRE(block != std::string::npos);
+    const std::string line = out.substr(block, out.find('\n', block) - block);
+    // Every layer, or all but the first where the embedding's layer norm is planned into the
+    // first layer's kernels differently (int8: its quantized operand is stored once).
+    const std::size_t repeats = number_after(line, "), "), before = number_after(line, "times; "),
+                      after = number_after(line, " before, ");
+    CHECK(repeats >= 3);
+    CHECK(before + repeats * per_layer + after == total[1]);
+    if (base.dtype == precision::float32) CHECK(repeats == 4);
+    MESSAGE(describe(base) << ": " << line << " of " << total[1] << " kernels");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 #ifdef FUSE_RELAY_TOOL
 // The real-export workflow on every form: the model's text and its weights file (TVM's
 // save_param_dict format, as users save relay.frontend's params), through `fuse-relay check
