@@ -17,7 +17,8 @@
 //       --target cuda: run on the GPU when there is one, else on the host emulator), runs it on
 //       random inputs and compares with the interpreter; exit 0 only within tolerance. Several
 //       models share one driver (one compile) and each gets a line "MODEL: passed|failed|
-//       refused|internal-error ..."; the exit status is the worst of theirs
+//       refused|internal-error ..."; the exit status is the worst of theirs; --params then
+//       comes once per model, in their order, or not at all
 //   --params FILE: the model's weights (TVM's save_param_dict format or .npz): entries named as
 //       @main's parameters become constants, folded and packed at compile time; entries named
 //       meta[relay.Constant][i] (or meta_relay_Constant_i) give data to constants printed without it
@@ -104,6 +105,19 @@ struct arguments {
       }
     }
     if (model.empty()) throw usage_error{"missing MODEL.relay"};
+    // An option given twice would silently lose one value: an error, except --params with
+    // several models (one each, in order).
+    for (std::size_t i = 0; i < options.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (options[i].first == options[j].first && !(several_models && options[i].first == "--params"))
+          throw usage_error{"option " + options[i].first + " given twice"};
+  }
+  /// Every value of `key`, in order.
+  std::vector<std::string> all(const std::string& key) const {
+    std::vector<std::string> v;
+    for (const auto& [k, value] : options)
+      if (k == key) v.push_back(value);
+    return v;
   }
   std::string get(const std::string& key, const std::string& fallback = "") const {
     for (const auto& [k, v] : options)
@@ -272,6 +286,12 @@ int check(const arguments& args) {
   if (seed.empty() || *end) throw usage_error{"--seed " + seed + " is not a number"};
   opt.workdir = (std::filesystem::temp_directory_path() / ("fuse-relay-check-" + std::to_string(::getpid()))).string();
   const pipeline_options pipeline = pipeline_options_of(args);
+  // --params: none, or one per model, in order.
+  const std::vector<std::string> params = args.all("--params");
+  if (params.size() > 1 && args.more_models.empty()) throw usage_error{"option --params given twice"};
+  if (!params.empty() && params.size() != args.more_models.size() + 1)
+    throw usage_error{"--params: one per model (" + std::to_string(args.more_models.size() + 1) + " models, " +
+                      std::to_string(params.size()) + " --params)"};
   if (args.more_models.empty()) {
     module m = load_legalized(args);
     const pipeline_result prepared = compile_pipeline(m, pipeline);
@@ -288,7 +308,6 @@ int check(const arguments& args) {
   }
   // Several models: one driver, one compile (check_models). A model that does not load or that
   // fuse does not run is named with its error and the others are still checked.
-  if (!args.get("--params").empty()) throw usage_error{"--params names one model's weights: check one model with it"};
   std::vector<std::string> names{args.model};
   names.insert(names.end(), args.more_models.begin(), args.more_models.end());
   std::vector<module> modules(names.size());
@@ -299,6 +318,8 @@ int check(const arguments& args) {
   for (std::size_t k = 0; k < names.size(); ++k) {
     arguments one = args;
     one.model = names[k];
+    std::erase_if(one.options, [](const auto& o) { return o.first == "--params"; });
+    if (!params.empty()) one.options.emplace_back("--params", params[k]);
     try {
       modules[k] = load_legalized(one);
       const pipeline_result prepared = compile_pipeline(modules[k], pipeline);

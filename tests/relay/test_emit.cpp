@@ -385,7 +385,7 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
   CHECK(one.out.starts_with("kernels="));
 }
 
-TEST_CASE("fuse-relay check of several models: a failure names its model, --params wants one model") {
+TEST_CASE("fuse-relay check of several models: a failure names its model, --params once per model") {
   // A model whose check fails (an output the reference and the header disagree on cannot be
   // made here), so: a model that does not parse, one fuse does not run, and two that pass.
   const fuse::test::checked_batch b =
@@ -409,9 +409,16 @@ def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(1, 1, 3, 3), float32]) 
   }
   CHECK(b.err.at("broken").find("%y") != std::string::npos);
   CHECK(b.err.at("conv").find("nn.conv2d") != std::string::npos);
+  // --params: none or one per model; any other option once.
   const fuse::test::tool_run params = fuse::test::run_tool("check a.relay b.relay --params w.params");
   CHECK(params.status == 2);
-  CHECK(params.err.find("--params names one model's weights") != std::string::npos);
+  CHECK(params.err.find("--params: one per model (2 models, 1 --params)") != std::string::npos);
+  const fuse::test::tool_run twice = fuse::test::run_tool("check a.relay --params w.params --params v.params");
+  CHECK(twice.status == 2);
+  CHECK(twice.err.find("option --params given twice") != std::string::npos);
+  const fuse::test::tool_run seed = fuse::test::run_tool("check a.relay b.relay --seed 1 --seed 2");
+  CHECK(seed.status == 2);
+  CHECK(seed.err.find("option --seed given twice") != std::string::npos);
 }
 #endif
 
