@@ -10,6 +10,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 #include <system_error>
 
 #include <fuse/relay/check.hpp>
@@ -41,26 +43,43 @@ inline relay::check_options model_check_options(const std::string& name) {
   return o;
 }
 
-/// check_model on m (type-checked): compiles the header, runs it on random inputs and compares
-/// with the interpreter; at least `min_live` of the output elements must be live. Returns the
-/// report (kernels 0 when skipped).
-inline relay::check_report check_compiled(relay::module& m, const std::string& name, double min_live = 0.5) {
-  const relay::check_options o = model_check_options(name);
+/// check_models on the type-checked modules `models` (module, name), one driver and one compile
+/// for all: each compiled header runs on random inputs and is compared with the interpreter; at
+/// least `min_live` of each one's output elements must be live. Returns the reports (kernels 0
+/// when skipped).
+inline std::vector<relay::check_report> check_compiled_all(
+    const std::vector<std::pair<relay::module*, std::string>>& models, double min_live = 0.5) {
+  REQUIRE(!models.empty());
+  const relay::check_options o = model_check_options(models.front().second);
   if (o.cxx.empty()) {
-    MESSAGE("skipped check_model of " << name << ": no headers beside " << __FILE__);
-    return {};
+    MESSAGE("skipped check_model of " << models.front().second << ": no headers beside " << __FILE__);
+    return std::vector<relay::check_report>(models.size());
   }
-  const relay::check_report r = relay::check_model(m, name + ".relay", o);
-  CHECK_MESSAGE(r.ok, name << ": " << r.detail << "\n" << relay::print(m));
-  CHECK(r.live > min_live);
-  MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err << " rounded_differing=" << r.differing
-               << " live=" << r.live << " input_scale=" << relay::check_detail::scales_text(r.input_scales));
-  if (r.ok) {
+  std::vector<relay::check_subject> subjects;
+  for (const auto& [m, name] : models) subjects.push_back({m, name + ".relay"});
+  const std::vector<relay::check_report> reports = relay::check_models(subjects, o);
+  bool all_ok = true;
+  for (std::size_t k = 0; k < models.size(); ++k) {
+    const relay::check_report& r = reports[k];
+    const std::string& name = models[k].second;
+    CHECK_MESSAGE(r.ok, name << ": " << r.detail << "\n" << relay::print(*models[k].first));
+    CHECK(r.live > min_live);
+    MESSAGE(name << ": kernels=" << r.kernels << " max_rel_err=" << r.max_rel_err
+                 << " rounded_differing=" << r.differing << " live=" << r.live
+                 << " input_scale=" << relay::check_detail::scales_text(r.input_scales));
+    all_ok = all_ok && r.ok;
+  }
+  if (all_ok) {
     std::filesystem::remove_all(o.workdir);
     std::error_code ignored;
     std::filesystem::remove(std::filesystem::path(o.workdir).parent_path(), ignored);  // when empty
   }
-  return r;
+  return reports;
+}
+
+/// check_compiled_all of one module.
+inline relay::check_report check_compiled(relay::module& m, const std::string& name, double min_live = 0.5) {
+  return check_compiled_all({{&m, name}}, min_live).front();
 }
 
 }  // namespace fuse::test

@@ -645,15 +645,20 @@ def @main(%q: Tensor[(2, 7, 17), int8], %k: Tensor[(2, 7, 17), int8], %vt: Tenso
   %5 = qnn.batch_matmul(%4, %vt, 0, 4, 0.00390625f, 0.05f, out_dtype="int32", transpose_b=True);
   qnn.requantize(%5, 0.0001953125f, 0, 0.02f, 0, rounding="TONEAREST", out_dtype="int8")
 })";
+  // One driver for the three (one compile).
+  std::vector<module> modules;
+  std::vector<std::pair<module*, std::string>> checked;
   for (const auto& [name, text, options] : std::vector<std::tuple<std::string, std::string, qnn_options>>{
            {"linear", linear, qnn_options{}},
            {"linear_float32", linear, qnn_options{"UPWARD", "float32"}},
            {"attention", attention, qnn_options{}}}) {
     CAPTURE(name);
-    module m = parse(name + ".relay", text);
-    legalize_qnn(m, options);
-    fuse::test::check_compiled(m, "qnn_" + name);
+    modules.push_back(parse(name + ".relay", text));
+    legalize_qnn(modules.back(), options);
+    checked.emplace_back(nullptr, "qnn_" + name);
   }
+  for (std::size_t k = 0; k < modules.size(); ++k) checked[k].first = &modules[k];
+  fuse::test::check_compiled_all(checked);
 }
 
 // ---- errors ------------------------------------------------------------------------------------------------
