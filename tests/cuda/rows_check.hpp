@@ -20,6 +20,17 @@
 namespace fuse::test::rows {
 
 using namespace fuse;
+
+/// A layer norm's operands for `rows` rows of n: x in [-x_range, x_range], a residual in [-3, 3],
+/// gamma in [0.5, 1.5], beta in [-1, 1] (salts salt to salt + 3).
+struct norm_operands {
+  tensor<float, 2> x, res;
+  tensor<float, 1> gamma, beta;
+};
+inline norm_operands random_norm_operands(index_t rows, index_t n, std::uint64_t salt, double x_range) {
+  return {random_tensor<float>({rows, n}, salt, -x_range, x_range), random_tensor<float>({rows, n}, salt + 1, -3, 3),
+          random_tensor<float>({n}, salt + 2, 0.5, 1.5), random_tensor<float>({n}, salt + 3, -1, 1)};
+}
 using fuse::test::expect_matches;
 using fuse::test::tolerance;
 

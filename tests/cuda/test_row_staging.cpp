@@ -47,10 +47,7 @@ TEST_CASE("cuda emulated row staging: softmax and layer norms read their long ro
   for (index_t n : {index_t{1025}, index_t{1031}, index_t{4097}}) {
     CAPTURE(n);
     const auto salt = 900 + static_cast<std::uint64_t>(n);
-    auto x = test::random_tensor<float>({3, n}, salt, -8, 8);
-    auto res = test::random_tensor<float>({3, n}, salt + 1, -3, 3);
-    auto gamma = test::random_tensor<float>({n}, salt + 2, 0.5, 1.5);
-    auto beta = test::random_tensor<float>({n}, salt + 3, -1, 1);
+    auto [x, res, gamma, beta] = random_norm_operands(3, n, salt, 8);
     auto mask = test::random_tensor<float>({1, n}, salt + 4, 0, 1);
     for (index_t j = 0; j < n; ++j) mask(0, j) = mask(0, j) < 0.3f ? -10000.0f : 0.0f;
     CHECK(staged_bytes<float>(softmax(x.view())) == rows_of<float>(n));

@@ -33,10 +33,7 @@ TEST_CASE("cuda emulated rows: layer_norm, residual + layer_norm, TVM's decompos
   for (index_t n : {index_t{1}, index_t{7}, index_t{64}, index_t{768}, index_t{1025}, index_t{3072}}) {
     CAPTURE(n);
     const auto salt = 400 + static_cast<std::uint64_t>(n);
-    auto x = test::random_tensor<float>({5, n}, salt, -3, 3);
-    auto res = test::random_tensor<float>({5, n}, salt + 1, -3, 3);
-    auto gamma = test::random_tensor<float>({n}, salt + 2, 0.5, 1.5);
-    auto beta = test::random_tensor<float>({n}, salt + 3, -1, 1);
+    auto [x, res, gamma, beta] = random_norm_operands(5, n, salt, 3);
     // layer norm's tolerance: the variance of a row of near-equal values amplifies rounding.
     const tolerance ln{1e-5, 1e-5};
     check_rows(layer_norm(x.view(), gamma.view(), beta.view()), ln, 8, "layer_norm");

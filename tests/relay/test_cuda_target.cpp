@@ -298,14 +298,17 @@ TEST_CASE("cuda emitter: basic_model over a target, constants uploaded once, one
 }
 
 #ifdef FUSE_RELAY_TOOL
+// A contraction, which the CUDA target refuses at the nn.dense (line 3, column 3).
+const char* const dense_program = R"(
+def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {
+  nn.dense(%x, %w, units=3)
+})";
+
 TEST_CASE("fuse-relay --target cuda: usage and errors") {
   const auto dir =
       std::filesystem::temp_directory_path() / ("fuse_relay_cuda_" + std::to_string(fuse::test::base_seed()));
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "dense.relay") << R"(
-def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {
-  nn.dense(%x, %w, units=3)
-})";
+  std::ofstream(dir / "dense.relay") << dense_program;
   const std::string model = (dir / "dense.relay").string(), out = (dir / "dense.cuh").string();
   const fuse::test::tool_run bad = fuse::test::run_tool("compile " + model + " -o " + out + " --target gpu");
   CHECK(bad.status == 2);
@@ -331,10 +334,7 @@ TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or th
                                                                   {"many_rows", many_rows},
                                                                   {"column_rows", column_rows},
                                                                   {"instance_norm", instance_norm},
-                                                                  {"contraction", R"(
-def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(3, 8), float32]) {
-  nn.dense(%x, %w, units=3)
-})"},
+                                                                  {"contraction", dense_program},
                                                                   {"returned_twice", fuse::test::returned_twice},
                                                                   {"shifts", fuse::test::shifts},
                                                                   {"clashing_names", fuse::test::clashing_names},
