@@ -10,6 +10,10 @@
 //                            add, sqrt, divide, multiply, add: 9 kernels
 //   softmax_unstaged/R/C,    the fused kernels with stage_rows(false): each phase rereads the
 //   layer_norm_unstaged/R/C  row from device memory (fuse/cuda/row_staging.hpp's gain)
+//   group_norm_fused/N/C/S/G group norm of x [N, C, S, S] in G groups as TVM's SimplifyInference
+//                            writes it (reshape, mean, variance, normalise, reshape back, scale and
+//                            shift per channel): one row kernel iterated inside the reshape
+//   group_norm_unfused/...   the plan without that (the statistics stored first): 3 kernels
 //   evals_one_by_one         100 small evals (4096 floats each) launched one after another
 //   evals_graph              the same 100 captured once in a CUDA graph and replayed
 // Bandwidth is what the fused form must move (inputs read once, the output written once);
@@ -197,6 +201,63 @@ void layer_norm_unfused(benchmark::State& state) {
   state.counters["max_diff"] = max_diff(in.out, in.ref);
 }
 
+// ---- group norm -------------------------------------------------------------------------------------------
+
+struct group_inputs {
+  index_t n, c, side, groups;
+  cuda::tensor<float, 4> x, out, ref;
+  cuda::tensor<float, 5> m, v;         // [n, groups, 1, 1, 1]
+  cuda::tensor<float, 3> gamma, beta;  // [c, 1, 1]
+  explicit group_inputs(const benchmark::State& state)
+      : n(state.range(0)),
+        c(state.range(1)),
+        side(state.range(2)),
+        groups(state.range(3)),
+        x({n, c, side, side}, stream()),
+        out({n, c, side, side}, stream()),
+        ref({n, c, side, side}, stream()),
+        m({n, groups, 1, 1, 1}, stream()),
+        v({n, groups, 1, 1, 1}, stream()),
+        gamma({c, 1, 1}, stream()),
+        beta({c, 1, 1}, stream()) {
+    fill(x.data(), static_cast<std::size_t>(x.size()), 5);
+    fill(gamma.data(), static_cast<std::size_t>(c), 6);
+    fill(beta.data(), static_cast<std::size_t>(c), 7);
+  }
+  auto grouped() const { return reshape(x.view(), {n, groups, c / groups, side, side}); }
+  /// The normalised groups, reshaped back, scaled and shifted, given the mean and variance trees.
+  template <class M, class V>
+  auto result(const M& mean_of, const V& variance_of) const {
+    return reshape((grouped() - mean_of) / sqrt(variance_of + 1e-5f), {n, c, side, side}) * gamma.view() + beta.view();
+  }
+  auto fused() const {
+    const auto mu = mean(grouped(), {2, 3, 4}, keepdims);
+    const auto d = grouped() - mu;
+    return result(mu, mean(d * d, {2, 3, 4}, keepdims));
+  }
+  double bytes() const { return sizeof(float) * 2.0 * static_cast<double>(x.size()); }
+};
+
+void group_norm_fused(benchmark::State& state) {
+  group_inputs in(state);
+  timed(state, [&] { cuda::eval(in.out, in.fused(), cuda::on(stream())); });
+  report_bandwidth(state, in.bytes());
+}
+
+void group_norm_unfused(benchmark::State& state) {
+  group_inputs in(state);
+  const auto s = [&] { return cuda::on(stream()); };
+  timed(state, [&] {
+    cuda::eval(in.m, mean(in.grouped(), {2, 3, 4}, keepdims), s());
+    const auto d = in.grouped() - in.m.view();
+    cuda::eval(in.v, mean(d * d, {2, 3, 4}, keepdims), s());
+    cuda::eval(in.out, in.result(in.m.view(), in.v.view()), s());
+  });
+  report_bandwidth(state, in.bytes());
+  cuda::eval(in.ref, in.fused(), cuda::on(stream()));
+  state.counters["max_diff"] = max_diff(in.out, in.ref);
+}
+
 // ---- launches one by one and as a graph ----------------------------------------------------------------
 
 constexpr int small_evals = 100;
@@ -265,6 +326,11 @@ void register_executor_benchmarks() {
   manual(benchmark::RegisterBenchmark("softmax_unstaged", &softmax_unstaged)->Args({4096, 32768})->Args({8192, 4096}));
   manual(benchmark::RegisterBenchmark("layer_norm_unstaged", &layer_norm_unstaged)->Args({4096, 32768}));
   manual(benchmark::RegisterBenchmark("softmax_fused", &softmax_fused)->Args({8192, 4096}));
+  // ResNet-50's first stage at batch 8 and a diffusion UNet's 64 x 64 stage, 32 groups.
+  for (auto* f : {&group_norm_fused, &group_norm_unfused})
+    manual(benchmark::RegisterBenchmark(f == &group_norm_fused ? "group_norm_fused" : "group_norm_unfused", f)
+               ->Args({8, 64, 56, 32})
+               ->Args({2, 320, 64, 32}));
   manual(benchmark::RegisterBenchmark("evals_one_by_one", &evals_one_by_one));
   manual(benchmark::RegisterBenchmark("evals_graph", &evals_graph));
 }

@@ -26,6 +26,8 @@ bool is_contraction(const expr* e) { return kernel_of(e) == op_kernel::contracti
 bool is_reduction(const expr* e) { return kernel_of(e) == op_kernel::row_kernel; }
 /// Nodes that pass their input through (no loop of their own).
 bool is_transparent(const expr* e) { return kernel_of(e) == op_kernel::pass_through; }
+/// Ops the emitter writes as a reshape view (fuse::reshape).
+bool is_reshape_view(const expr* e) { return is_call_of(e, {"reshape", "squeeze", "expand_dims"}); }
 
 /// On CUDA, how a row node runs: fused into the tree that reads it (the row kernel computes it
 /// per row of the output; a reduction over one axis, or over several with keepdims, softmax or
@@ -98,6 +100,9 @@ std::uint64_t cuda_moving_axes(const module& m, const expr* r, std::size_t rank)
 bool cuda_keeps_rows(const module& m, const expr* u, std::size_t arg, const expr* r) {
   if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op) return false;
   if (is_transparent(u) || is_call_of(u, {"cast", "broadcast_to"})) return true;
+  // A reshape: the kernel then iterates inside it, where the rows are, if its other ops allow
+  // (cuda_reshaped_rows decides once the kernels are known).
+  if (is_reshape_view(u)) return true;
   if (is_call_of(u, {"nn.bias_add", "broadcast_to_like"})) return arg == 0;
   if (with_elementwise_op(u->callee->name, [](auto) {})) return true;
   const std::uint64_t walked = cuda_walked_axes(m, u);
@@ -127,6 +132,48 @@ std::uint64_t cuda_row_axes(const module& m, const expr* e, std::size_t q, const
   for (const expr* a : e->args) mask |= cuda_row_axes(m, a, q, stored, memo, false);
   return mask;
 }
+/// On CUDA: the reshapes in the tree of kernel root `root` (stopping at stored nodes) whose inputs
+/// hold row nodes of the tree, appended to `found`. The executor iterates such a kernel inside
+/// them (fuse/cuda/row_reshape.hpp), which it can when only elementwise ops and casts of the
+/// root's shape lie between them and the root, each covers the root's shape, all reshape one
+/// shape, no row node of the tree lies outside them, and none holds another; false otherwise
+/// (their row nodes are then stored).
+template <class Stored>
+bool cuda_reshaped_rows(const module& m, const expr* root, const Stored& stored, std::vector<const expr*>& found) {
+  const auto holds_rows = [&](const expr* e) {
+    bool rows = false;
+    walk_post_order(
+        std::vector<const expr*>{e}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
+        [&](const expr* x) { rows = rows || (!stored(x) && cuda_row_form(m, x) == cuda_row::in_tree); });
+    return rows && !stored(e);
+  };
+  bool ok = true, rows_outside = false;
+  std::vector<std::pair<const expr*, bool>> stack{{root, true}};  // (node, only elementwise ops above it)
+  std::set<std::pair<const expr*, bool>> seen;
+  while (!stack.empty()) {
+    const auto [x, path_ok] = stack.back();
+    stack.pop_back();
+    if ((x != root && stored(x)) || x->kind != expr_kind::call || !seen.insert({x, path_ok}).second) continue;
+    if (is_reshape_view(x) && holds_rows(x->args[0])) {
+      if (std::find(found.begin(), found.end(), x) != found.end()) continue;
+      ok = ok && path_ok && x->checked.shape == root->checked.shape &&
+           (found.empty() || found[0]->args[0]->checked.shape == x->args[0]->checked.shape);
+      found.push_back(x);
+      // Its input is the space the kernel iterates: one more reshape of rows there is refused.
+      std::vector<const expr*> inner;
+      walk_post_order(
+          std::vector<const expr*>{x->args[0]}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
+          [&](const expr* y) { ok = ok && !(is_reshape_view(y) && holds_rows(y->args[0])); });
+      continue;
+    }
+    if (cuda_row_form(m, x) == cuda_row::in_tree) rows_outside = true;
+    const bool elementwise = is_call_of(x, {"cast"}) || with_elementwise_op(x->callee->name, [](auto) {});
+    const bool through = path_ok && elementwise && x->checked.shape == root->checked.shape;
+    for (const expr* a : x->args) stack.push_back({a, through});
+  }
+  return found.empty() || (ok && !rows_outside);
+}
+
 /// Whether some axis of an output of rank q lies outside mask.
 bool cuda_has_free_axis(std::uint64_t mask, std::size_t q) {
   for (std::size_t k = 0; k < q; ++k)
@@ -273,6 +320,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     if (p.materialized.count(e)) stored_depth[e] = depth[e], size[e] = 0, depth[e] = 0;
   }
 
+  std::unordered_set<const expr*> iterated_inside;  // CUDA kernels iterated inside reshapes (one output each)
   if (cuda) {
     // A row node fused into a tree must keep its rows along the rows of every kernel that
     // reads it, through every op on the way, and be read by one kernel only (else each would
@@ -302,22 +350,52 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       }
       if (!keeps || roots.size() > 1) p.materialized.insert(r), stored_depth[r] = depth[r];
     }
+    const auto stored = [&](const expr* x) { return p.materialized.count(x) > 0; };
+    // Row nodes read through a reshape: the kernel iterates inside it where its tree allows,
+    // else they are stored. Roots last first, so that a row node stored here, a root of its own,
+    // is judged after the kernel that reads it.
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const expr* root = *it;
+      if (!p.materialized.count(root) || root->kind != expr_kind::call || !root->checked.is_tensor()) continue;
+      std::vector<const expr*> found;
+      if (cuda_reshaped_rows(m, root, stored, found)) {
+        if (!found.empty()) iterated_inside.insert(root);
+        continue;
+      }
+      for (const expr* x : found)
+        walk_post_order(
+            std::vector<const expr*>{x->args[0]}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
+            [&](const expr* y) {
+              if (!stored(y) && cuda_row_form(m, y) == cuda_row::in_tree)
+                p.materialized.insert(y), stored_depth[y] = depth[y];
+            });
+    }
     // A kernel whose row nodes' rows cover every axis of its output (`mean(x, 0) * mean(x, 1)`;
     // `sum(x, -1) * 2`, whose output lines would cross the sum's rows) has no axis to walk last:
     // its row nodes along other axes than their last are stored, then, if that is not enough,
-    // all of them.
-    const auto stored = [&](const expr* x) { return p.materialized.count(x) > 0; };
+    // all of them. A kernel iterated inside reshapes is judged there.
     for (const expr* root : order) {
       if (!p.materialized.count(root) || root->kind != expr_kind::call || !root->checked.is_tensor()) continue;
-      const std::size_t q = root->checked.shape.size();
+      std::vector<const expr*> spaces{root};
+      if (iterated_inside.count(root)) {
+        spaces.clear();
+        cuda_reshaped_rows(m, root, stored, spaces);
+        for (const expr*& x : spaces) x = x->args[0];
+      }
+      const std::size_t q = spaces[0]->checked.shape.size();
       for (const bool all : {false, true}) {
         std::unordered_map<const expr*, std::uint64_t> memo;
-        if (cuda_has_free_axis(cuda_row_axes(m, root, q, stored, memo), q)) break;
+        std::uint64_t mask = 0;
+        for (const expr* x : spaces) mask |= cuda_row_axes(m, x, q, stored, memo);
+        if (cuda_has_free_axis(mask, q)) break;
+        // (the root of the space iterated stays: a row node there is the kernel's root)
+        const expr* space_root = spaces.size() == 1 ? spaces[0] : root;
         std::vector<const expr*> rows;
         walk_post_order(
             std::vector<const expr*>{root}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
             [&](const expr* x) {
-              if (x != root && cuda_row_form(m, x) == cuda_row::in_tree && (all || !cuda_along_last(m, x)))
+              if (x != root && x != space_root && cuda_row_form(m, x) == cuda_row::in_tree &&
+                  (all || !cuda_along_last(m, x)))
                 rows.push_back(x);
             });
         for (const expr* x : rows) p.materialized.insert(x), stored_depth[x] = depth[x];
@@ -478,6 +556,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
         if (merged_work(ka, kb) > 2 * (ka.ops.size() + kb.ops.size()) + 16) continue;
       }
       if (cuda && merged_row_values(ka, kb) > cuda_max_row_values) continue;
+      // (a kernel iterated inside reshapes has one output: fuse/cuda/row_reshape.hpp)
+      if (cuda && (iterated_inside.count(ka.outputs[0]) || iterated_inside.count(kb.outputs[0]))) continue;
       if (cuda) {
         // One iteration for both: some axis must lie outside every output's row axes. (Where b
         // reads a's outputs the pass reads their trees: their row nodes count too.)

@@ -53,3 +53,45 @@ TEST_CASE("cuda emulated rows: reductions over several axes inside trees walk bl
     CHECK(same_bits(out, cpu));
   }
 }
+
+TEST_CASE("cuda emulated rows: row nodes read through a reshape (group norm) run inside it, one launch") {
+  for (index_t n : {index_t{1}, index_t{7}, index_t{17}}) {
+    CAPTURE(n);
+    const auto salt = 1700 + static_cast<std::uint64_t>(n);
+    // Group norm as TVM's SimplifyInference writes it: NCHW reshaped to [N, G, C/G, H, W],
+    // normalised over the last three axes, reshaped back, then scaled and shifted per channel.
+    auto x = test::random_tensor<float>({2, 6, n, 5}, salt, -4, 4);
+    auto gamma = test::random_tensor<float>({6, 1, 1}, salt + 1, 0.5, 1.5);
+    auto beta = test::random_tensor<float>({6, 1, 1}, salt + 2, -1, 1);
+    auto xr = reshape(x.view(), {2, 3, 2, n, 5});
+    auto d = xr - mean(xr, {2, 3, 4}, keepdims);
+    auto normalised = d / sqrt(mean(d * d, {2, 3, 4}, keepdims) + 1e-5f);
+    check_rows(reshape(normalised, {2, 6, n, 5}) * gamma.view() + beta.view(), {1e-5, 1e-5}, 16, "group norm");
+    check_rows(beta.view() + reshape(normalised, {2, 6, n, 5}), {1e-5, 1e-5}, 16, "the reshape second, beta first");
+    // At the root: a softmax over each sample's every element; a reduction kept in its rank.
+    check_rows(reshape(softmax(reshape(x.view(), {2, 30 * n}), -1), {2, 6, n, 5}), {1e-6, 1e-9}, 8,
+               "softmax of a sample, reshaped back");
+    check_rows(reshape(mean(xr, {2, 3, 4}, keepdims), {2, 3}), {1e-6, 1e-6}, 8, "a group's mean", "row_reduce");
+    // A strided output whose axes still split as the reshape does: written in place of the view.
+    tensor<float, 4> backing({5, n, 6, 2});
+    auto out = transpose(backing.view(), {3, 2, 1, 0});
+    cuda::eval(out, reshape(normalised, {2, 6, n, 5}) * gamma.view() + beta.view(), cuda::emulated);
+    tensor<float, 4> same({2, 6, n, 5});
+    cuda::eval(same, reshape(normalised, {2, 6, n, 5}) * gamma.view() + beta.view(), cuda::emulated);
+    tensor<float, 4> got({2, 6, n, 5});
+    eval(got, out);
+    CHECK(same_bits(got, same));
+    // What it does not take, by name: an output whose axes do not merge as the reshape's do,
+    // reshapes of two inner shapes, a reshape broadcast to the output.
+    CHECK_THROWS_AS(cuda::eval(out, reshape(softmax(reshape(x.view(), {2, 30 * n}), -1), {2, 6, n, 5}), cuda::emulated),
+                    shape_error);
+    CHECK_THROWS_AS(cuda::eval(same,
+                               reshape(normalised, {2, 6, n, 5}) +
+                                   reshape(softmax(reshape(x.view(), {2, 3, 2, 5, n}), -1), {2, 6, n, 5}),
+                               cuda::emulated),
+                    shape_error);
+    auto x3 = reshape(x.view(), {2, 6, 5 * n});
+    CHECK_THROWS_AS(cuda::eval(same, x.view() - reshape(mean(x3, -1, keepdims), {2, 6, 1, 1}), cuda::emulated),
+                    shape_error);
+  }
+}

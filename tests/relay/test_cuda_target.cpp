@@ -105,6 +105,28 @@ def @main(%x: Tensor[(5, 6, 7), float32], %i: Tensor[(4), int32]) {
   (%12, %5, %7, %8, %9, %10, %13)
 })";
 
+// Group norm as TVM's SimplifyInference writes it: NCHW reshaped to [N, G, C/G, H, W],
+// normalised over the last three axes, reshaped back, scaled and shifted per channel. Its rows are
+// inside the reshape; the CUDA kernel iterates there (one kernel; the CPU stores the statistics).
+const char* group_norm = R"(
+def @main(%x: Tensor[(2, 6, 7, 5), float32], %gamma: Tensor[(6, 1, 1), float32], %beta: Tensor[(6, 1, 1), float32]) {
+  %0 = reshape(%x, newshape=[2, 3, 2, 7, 5]);
+  %1 = mean(%0, axis=[2, 3, 4], keepdims=True);
+  %2 = variance(%0, %1, axis=[2, 3, 4], keepdims=True);
+  %3 = subtract(%0, %1);
+  %4 = add(%2, 1e-05f);
+  %5 = sqrt(%4);
+  %6 = divide(%3, %5);
+  %7 = reshape(%6, newshape=[2, 6, 7, 5]);
+  %8 = multiply(%7, %gamma);
+  add(%8, %beta)
+})";
+/// group_norm's body up to the normalised [2, 6, 7, 5] tensor %7 (for variants that read it).
+std::string group_norm_then(const std::string& rest) {
+  const std::string g = group_norm;
+  return g.substr(0, g.find("  %8 =")) + rest + "\n}";
+}
+
 // Row nodes along other axes than the last inside trees: column statistics; a softmax along axis
 // 0 over 1100 columns (a thread a column); rows along both axes of one output (the one along
 // the first is stored), beside a result of the same shape (not one pass with it: no axis would
@@ -244,22 +266,58 @@ def @main(%x: Tensor[(2, 3, 7, 9), float32]) {
   CHECK(attention.cpu == 2);
 }
 
+TEST_CASE("cuda planner: row nodes read through a reshape run inside it where the kernel allows") {
+  const counts gn = kernels_of(group_norm);
+  CHECK(gn.cuda == 1);
+  CHECK(gn.cpu == 3);
+  // What the executor does not rewrite: its row nodes are stored, as before. A transpose between
+  // the reshape and the root; a softmax beside it; two reshapes of different shapes; a reshape
+  // broadcast to the output.
+  CHECK(kernels_of(group_norm_then("  transpose(%7, axes=[0, 1, 3, 2])")).cuda == 3);
+  CHECK(kernels_of(group_norm_then("  %8 = nn.softmax(%x);\n  add(%7, %8)")).cuda == 3);
+  CHECK(kernels_of(group_norm_then("  %8 = reshape(%x, newshape=[2, 2, 3, 7, 5]);\n"
+                                   "  %9 = nn.softmax(%8, axis=2);\n"
+                                   "  %10 = reshape(%9, newshape=[2, 6, 7, 5]);\n"
+                                   "  add(%7, %10)"))
+            .cuda == 4);
+  CHECK(kernels_of(R"(
+def @main(%x: Tensor[(2, 6, 7, 5), float32]) {
+  %0 = reshape(%x, newshape=[2, 6, 35]);
+  %1 = mean(%0, axis=[-1], keepdims=True);
+  %2 = reshape(%1, newshape=[2, 6, 1, 1]);
+  subtract(%x, %2)
+})")
+            .cuda == 2);
+  // A result of the same shape beside it is not one pass with it (one output per such kernel).
+  module two = parse("two.relay", group_norm_then("  %8 = exp(%x);\n  (%7, %8)"));
+  const plan tp = plan_for(two, plan_target::cuda);
+  CHECK(tp.kernels.size() == 2);
+  for (const kernel& k : tp.kernels) CHECK(k.outputs.size() == 1);
+}
+
 TEST_CASE("cuda planner: other row nodes are kernel roots; a row kernel holds at most 8 row values") {
   module m = parse("rooted.relay", rooted);
   const plan p = plan_for(m, plan_target::cuda);
-  // Every row node over several axes, or whose rows a reshape, transpose or concatenation moves,
-  // or that two kernels read, or that lies along another axis than its last under another row
-  // node, is stored (the root of its kernel).
+  // Every row node over several axes, or whose rows a transpose or concatenation moves, or that
+  // two kernels read, or that lies along another axis than its last under another row node, is
+  // stored (the root of its kernel). The max read through a reshape runs inside the reshape's
+  // kernel, which iterates in the max's shape (fuse/cuda/row_reshape.hpp).
   std::size_t rooted_rows = 0;
   for (const kernel& k : p.kernels)
     for (const expr* o : k.outputs)
       if (kernel_of(o) == op_kernel::row_kernel) ++rooted_rows;
-  CHECK(rooted_rows == 7);  // log_softmax, mean, max, softmax, sum, variance, prod
+  CHECK(rooted_rows == 6);  // log_softmax, mean, softmax, sum, variance, prod
+  std::size_t through_reshape = 0;
   for (const kernel& k : p.kernels)
     for (const expr* op : k.ops)
-      if (kernel_of(op) == op_kernel::row_kernel)
-        CHECK_MESSAGE(std::find(k.outputs.begin(), k.outputs.end(), op) != k.outputs.end(),
-                      op->callee->name << " is inside a tree");
+      if (kernel_of(op) == op_kernel::row_kernel &&
+          std::find(k.outputs.begin(), k.outputs.end(), op) == k.outputs.end()) {
+        CHECK_MESSAGE(op->callee->name == "max", op->callee->name << " is inside a tree");
+        CHECK(k.outputs.size() == 1);
+        CHECK(k.outputs[0]->callee->name == "reshape");
+        ++through_reshape;
+      }
+  CHECK(through_reshape == 1);
   module many = parse("many.relay", many_rows);
   const plan q = plan_for(many, plan_target::cuda);
   // 12 values in one tree: the sum of the first four softmaxes (8) is stored; the first softmax,
@@ -334,6 +392,7 @@ TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or th
                                                                   {"many_rows", many_rows},
                                                                   {"column_rows", column_rows},
                                                                   {"instance_norm", instance_norm},
+                                                                  {"group_norm", group_norm},
                                                                   {"contraction", dense_program},
                                                                   {"returned_twice", fuse::test::returned_twice},
                                                                   {"shifts", fuse::test::shifts},

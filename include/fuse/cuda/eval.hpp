@@ -35,8 +35,11 @@
 // its kept axes leave free (fuse/cuda/row_program.hpp); a root reduction over any axes may hold
 // row nodes that stay fixed along its reduced axes.
 //
-// Not yet (issue 14): row nodes read through a reshape, contractions, outputs that overlap
-// inputs at other addresses, 32-bit indexing inside the evaluators.
+// Row nodes read through a reshape (group norm as TVM writes it) run inside the reshape: the
+// tree and the output are reshaped instead (fuse/cuda/row_reshape.hpp), still one launch.
+//
+// Not yet (issue 14): contractions, outputs that overlap inputs at other addresses, 32-bit
+// indexing inside the evaluators.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +62,7 @@
 #include "fuse/cuda/memory.hpp"
 #include "fuse/cuda/row_kernel.hpp"
 #include "fuse/cuda/row_program.hpp"
+#include "fuse/cuda/row_reshape.hpp"
 #include "fuse/expr/reduce.hpp"
 #include "fuse/math/mode.hpp"
 
@@ -508,6 +512,31 @@ void run_row_program(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>
   }
 }
 
+/// out = expr, whose row nodes are read through reshapes (is_reshape_of_rows): the tree and the
+/// output reshaped to the shape inside, then one launch as any other row program or reduction.
+template <class Mode, std::size_t R, class T, class M, class E>
+void run_through_reshape(const tensor_view<T, static_cast<int>(R), M>& out, const E& expr, const settings& s) {
+  constexpr std::size_t Rr = rows_reshape_rank<E>();
+  if (!(out.shape().array() == expr.shape().array()))
+    throw_shape_error("cuda::eval: output shape ", out.shape().array(), " differs from the expression's ",
+                      expr.shape().array());
+  if (out.size() == 0) return;
+  index_array<Rr> inner{};
+  find_rows_reshape_shape<Rr>(expr, inner);
+  const auto tree = hoist_rows_reshape<Rr>(expr, out.shape().array(), inner);
+  index_array<Rr> stride{};
+  if (!bind::detail::reshape_strides(out.shape().array(), out.strides(), inner, stride))
+    throw_shape_error(
+        "cuda::eval: a reduction, softmax or layer norm read through a reshape runs inside the "
+        "reshape, so the output of shape ",
+        out.shape().array(), " is reshaped too; its strides do not allow the shape ", inner,
+        ": evaluate into a contiguous output");
+  const tensor_view<T, static_cast<int>(Rr), M> inner_out(out.data(), dynamic_shape<Rr>(inner), stride);
+  using H = std::remove_cvref_t<decltype(tree)>;
+  if constexpr (kind_of<H> == node_kind::reduction) run_root_reduction<Mode>(inner_out, tree, s);
+  else run_row_program<Mode, Rr>(std::make_tuple(inner_out), std::tuple<const H&>(tree), s);
+}
+
 /// exprs into outs (views of one rank Q and one shape) as one kernel.
 template <class Mode, std::size_t Q, class... T, class M, class... E>
 void run_elementwise(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>& outs, const std::tuple<E...>& exprs,
@@ -556,6 +585,9 @@ void eval(Out&& out_, Expr&& expr_, const Opt&... opt) {
   } else if constexpr (tree_has<contraction_pred, E>()) {
     static_assert(!tree_has<contraction_pred, E>(),
                   "fuse::cuda::eval: contractions (dense, matmul, batch_matmul) do not run on CUDA yet");
+  } else if constexpr (kind_of<E> != node_kind::reduction && tree_has<reshape_of_rows_pred, E>()) {
+    detail::run_through_reshape<math_mode_t<Opt...>, Q>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
+                                                        detail::settings_of(opt...));
   } else if constexpr (kind_of<E> == node_kind::reduction) {
     detail::run_root_reduction<math_mode_t<Opt...>>(tensor_view<T, static_cast<int>(Q), M>(out), expr,
                                                     detail::settings_of(opt...));

@@ -34,8 +34,8 @@
 //
 // Limits (errors, not silent): a reduction over several axes without coordinates enough for its
 // block, row nodes that move along the axes a reduction around them walks, a row node read
-// through a reshape, rows that no order of the iteration keeps apart, and more than
-// `max_row_values` values per row.
+// through a reshape (fuse/cuda/row_reshape.hpp rewrites the trees that allow it first), rows
+// that no order of the iteration keeps apart, and more than `max_row_values` values per row.
 #pragma once
 
 #include <cmath>
@@ -444,8 +444,9 @@ class row_binder {
     using T = typename N::value_type;
     if constexpr (!bind::is_affine_map<Map>::value) {
       static_assert(bind::is_affine_map<Map>::value,
-                    "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape does not run on "
-                    "CUDA yet: reshape its input instead");
+                    "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape runs on CUDA in an "
+                    "eval of one output whose root is not a reduction (fuse/cuda/row_reshape.hpp): evaluate the "
+                    "reshaped part first");
       return {};  // (nothing more to say: no further errors)
     } else if constexpr (K == node_kind::reduction) {
       using Child = typename N::child_type;

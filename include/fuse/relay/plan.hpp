@@ -64,7 +64,8 @@ enum class plan_target { cpu, cuda };
 /// mean(x)`, TVM's decomposed layer norm, softmax and its requantize, `x - mean(x, axis=[0])` are
 /// one kernel), as long as every op between it and its kernel's root aligns its axes with the
 /// output's last ones (elementwise ops with their broadcasts, casts, bias_add, broadcast_to, and
-/// other row nodes reading it along axes its rows do not move along), one kernel reads it, the tree holds at most
+/// other row nodes reading it along axes its rows do not move along; a reshape, where the kernel can
+/// iterate inside it: fuse/cuda/row_reshape.hpp), one kernel reads it, the tree holds at most
 /// 8 row values (a reduction counts 1, softmax and layer norm 2), and some axis of the output lies
 /// outside every row node's other axes (the one the kernel walks last). Any other row node is the
 /// root of its own kernel, as on the CPU. A contraction is an error: contractions do not run on
