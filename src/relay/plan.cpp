@@ -160,7 +160,6 @@ bool cuda_reshaped_rows(const module& m, const expr* root, const Stored& stored,
            (found.empty() || found[0]->args[0]->checked.shape == x->args[0]->checked.shape);
       found.push_back(x);
       // Its input is the space the kernel iterates: one more reshape of rows there is refused.
-      std::vector<const expr*> inner;
       walk_post_order(
           std::vector<const expr*>{x->args[0]}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
           [&](const expr* y) { ok = ok && !(is_reshape_view(y) && holds_rows(y->args[0])); });
