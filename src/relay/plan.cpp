@@ -140,13 +140,21 @@ std::uint64_t cuda_row_axes(const module& m, const expr* e, std::size_t q, const
 /// (their row nodes are then stored).
 template <class Stored>
 bool cuda_reshaped_rows(const module& m, const expr* root, const Stored& stored, std::vector<const expr*>& found) {
-  const auto holds_rows = [&](const expr* e) {
-    bool rows = false;
-    walk_post_order(
-        std::vector<const expr*>{e}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
-        [&](const expr* x) { rows = rows || (!stored(x) && cuda_row_form(m, x) == cuda_row::in_tree); });
-    return rows && !stored(e);
+  // One walk of the kernel's tree: whether each node's tree holds a row node, and a reshape of one.
+  std::unordered_map<const expr*, bool> rows, reshaped;
+  const auto of = [](const std::unordered_map<const expr*, bool>& in, const expr* x) {
+    const auto it = in.find(x);  // (a stored node, not walked: another kernel's)
+    return it != in.end() && it->second;
   };
+  const auto is_reshape_of_rows = [&](const expr* x) { return is_reshape_view(x) && of(rows, x->args[0]); };
+  walk_post_order(
+      std::vector<const expr*>{root}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
+      [&](const expr* x) {
+        bool r = cuda_row_form(m, x) == cuda_row::in_tree, s = false;
+        for (const expr* a : x->args) r = r || of(rows, a), s = s || of(reshaped, a);
+        rows[x] = r;
+        reshaped[x] = s || is_reshape_of_rows(x);
+      });
   bool ok = true, rows_outside = false;
   std::vector<std::pair<const expr*, bool>> stack{{root, true}};  // (node, only elementwise ops above it)
   std::set<std::pair<const expr*, bool>> seen;
@@ -154,15 +162,12 @@ bool cuda_reshaped_rows(const module& m, const expr* root, const Stored& stored,
     const auto [x, path_ok] = stack.back();
     stack.pop_back();
     if ((x != root && stored(x)) || x->kind != expr_kind::call || !seen.insert({x, path_ok}).second) continue;
-    if (is_reshape_view(x) && holds_rows(x->args[0])) {
+    if (is_reshape_of_rows(x)) {
       if (std::find(found.begin(), found.end(), x) != found.end()) continue;
-      ok = ok && path_ok && x->checked.shape == root->checked.shape &&
+      // Its input is the space the kernel iterates: one more reshape of rows there is refused.
+      ok = ok && path_ok && x->checked.shape == root->checked.shape && !of(reshaped, x->args[0]) &&
            (found.empty() || found[0]->args[0]->checked.shape == x->args[0]->checked.shape);
       found.push_back(x);
-      // Its input is the space the kernel iterates: one more reshape of rows there is refused.
-      walk_post_order(
-          std::vector<const expr*>{x->args[0]}, enter_all{}, [&](const expr*, const expr* c) { return !stored(c); },
-          [&](const expr* y) { ok = ok && !(is_reshape_view(y) && holds_rows(y->args[0])); });
       continue;
     }
     if (cuda_row_form(m, x) == cuda_row::in_tree) rows_outside = true;
@@ -319,7 +324,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     if (p.materialized.count(e)) stored_depth[e] = depth[e], size[e] = 0, depth[e] = 0;
   }
 
-  std::unordered_set<const expr*> iterated_inside;  // CUDA kernels iterated inside reshapes (one output each)
+  // CUDA kernels iterated inside reshapes (one output each), with the inputs of those reshapes.
+  std::unordered_map<const expr*, std::vector<const expr*>> iterated_inside;
   if (cuda) {
     // A row node fused into a tree must keep its rows along the rows of every kernel that
     // reads it, through every op on the way, and be read by one kernel only (else each would
@@ -358,7 +364,9 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
       if (!p.materialized.count(root) || root->kind != expr_kind::call || !root->checked.is_tensor()) continue;
       std::vector<const expr*> found;
       if (cuda_reshaped_rows(m, root, stored, found)) {
-        if (!found.empty()) iterated_inside.insert(root);
+        if (found.empty()) continue;
+        for (const expr*& x : found) x = x->args[0];
+        iterated_inside.emplace(root, std::move(found));
         continue;
       }
       for (const expr* x : found)
@@ -375,12 +383,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     // all of them. A kernel iterated inside reshapes is judged there.
     for (const expr* root : order) {
       if (!p.materialized.count(root) || root->kind != expr_kind::call || !root->checked.is_tensor()) continue;
-      std::vector<const expr*> spaces{root};
-      if (iterated_inside.count(root)) {
-        spaces.clear();
-        cuda_reshaped_rows(m, root, stored, spaces);
-        for (const expr*& x : spaces) x = x->args[0];
-      }
+      const auto inside = iterated_inside.find(root);
+      const std::vector<const expr*> spaces = inside != iterated_inside.end() ? inside->second : std::vector{root};
       const std::size_t q = spaces[0]->checked.shape.size();
       for (const bool all : {false, true}) {
         std::unordered_map<const expr*, std::uint64_t> memo;

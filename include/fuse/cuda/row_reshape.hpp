@@ -76,10 +76,22 @@ bool find_rows_reshape_shape(const N& n, index_array<Rr>& shape) {
   }
 }
 
+/// Throws unless node n (rank Rn) has exactly the output's shape `outer`: the rewrite reads it in
+/// the reshape's order element for element, which a broadcast would not allow.
+template <std::size_t Rn, std::size_t R>
+void require_output_shape(const index_array<Rn>& n, const index_array<R>& outer, const char* what) {
+  if constexpr (Rn != R)
+    throw_shape_error("fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape runs on CUDA when ",
+                      what, " covers the whole output (", outer, "), not when broadcast to it (rank ",
+                      static_cast<index_t>(Rn), ")");
+  else if (!(n == outer))
+    throw_shape_error("fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape runs on CUDA when ",
+                      what, " covers the whole output (", outer, "), not when broadcast to it (", n, ")");
+}
+
 /// n, of the output's shape `outer` (after broadcasting), as a tree over `inner` (see the top).
 template <std::size_t Rr, std::size_t R, class N>
 auto hoist_rows_reshape(const N& n, const index_array<R>& outer, const index_array<Rr>& inner) {
-  constexpr const char* what = "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape";
   if constexpr (is_reshape_of_rows<N>() && rank_inside_reshape_of_rows<N>() != Rr) {
     static_assert(rank_inside_reshape_of_rows<N>() == Rr,
                   "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape runs on CUDA when "
@@ -87,18 +99,12 @@ auto hoist_rows_reshape(const N& n, const index_array<R>& outer, const index_arr
     return n;
   } else if constexpr (is_reshape_of_rows<N>()) {
     if (!(n.child.shape().array() == inner))
-      throw_shape_error(what, " runs on CUDA when every such reshape reshapes one shape; ", n.child.shape().array(),
-                        " differs from ", inner);
-    if constexpr (N::rank != R) {
-      throw_shape_error(what, " runs on CUDA when the reshape covers the whole output (", outer,
-                        "), not when it is broadcast to it (rank ", static_cast<index_t>(N::rank), ")");
-      return n.child;
-    } else {
-      if (!(n.shape().array() == outer))
-        throw_shape_error(what, " runs on CUDA when the reshape covers the whole output (", outer,
-                          "), not when it is broadcast to it (", n.shape().array(), ")");
-      return n.child;
-    }
+      throw_shape_error(
+          "fuse::cuda::eval: a reduction, softmax or layer norm read through a reshape runs on CUDA "
+          "when every such reshape reshapes one shape; ",
+          n.child.shape().array(), " differs from ", inner);
+    require_output_shape(n.shape().array(), outer, "the reshape");
+    return n.child;
   } else if constexpr (!tree_has<row_node_pred, N>()) {
     if constexpr (N::rank == 0) {
       return n;  // a constant broadcasts to any shape
@@ -109,13 +115,7 @@ auto hoist_rows_reshape(const N& n, const index_array<R>& outer, const index_arr
       return reshape_view<decltype(full), Rr>{full, dynamic_shape<Rr>(inner)};
     }
   } else if constexpr (kind_of<N> == node_kind::elementwise) {
-    if constexpr (N::rank != R) {
-      throw_shape_error(what, " runs on CUDA when the ops above it cover the whole output (", outer,
-                        "), not when they are broadcast to it (rank ", static_cast<index_t>(N::rank), ")");
-    } else if (!(n.shape().array() == outer)) {
-      throw_shape_error(what, " runs on CUDA when the ops above it cover the whole output (", outer,
-                        "), not when they are broadcast to it (", n.shape().array(), ")");
-    }
+    require_output_shape(n.shape().array(), outer, "each op above it");
     const auto c = children(n);
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return make_map(n.op, hoist_rows_reshape<Rr>(fuse::get<I>(c), outer, inner)...);
