@@ -2,8 +2,11 @@
 #include "fuse/relay/passes.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <memory>
@@ -929,6 +932,223 @@ void combine_parallel_dense(module& m, int min_num_branches) {
     }
   }
   if (map.empty()) return;  // nothing combined: the module and its types stand
+  substitute(m, map);
+  typecheck(m);
+}
+
+// ---- BatchMatmulToDense ------------------------------------------------------------------------
+
+namespace pass_detail {
+namespace {
+
+/// v through reshapes that keep its shape (`reshape(%b, newshape=[-1, 768, 3072])`).
+expr* through_same_shape_reshapes(expr* v) {
+  while (is_op_call(v, "reshape") && v->args[0]->checked == v->checked) v = v->args[0];
+  return v;
+}
+
+/// A constant with data of rank 3 whose batches hold the same bytes (a 2-d weight broadcast
+/// over the batch and folded by FoldConstant, as TVM exports int8 BERT: [8, 768, 768]): a new
+/// constant of its first batch; else null (other constants, and anything else).
+expr* first_of_equal_batches(module& m, const expr* y) {
+  if (y->kind != expr_kind::constant || !y->data || y->data->shape.size() != 3) return nullptr;
+  const constant_data& d = *y->data;
+  const std::int64_t b = d.shape[0];
+  if (b < 1) return nullptr;
+  const std::size_t batch = d.bytes.size() / static_cast<std::size_t>(b);
+  for (std::int64_t i = 1; i < b; ++i)
+    if (std::memcmp(d.bytes.data(), d.bytes.data() + static_cast<std::size_t>(i) * batch, batch) != 0) return nullptr;
+  constant_data first;
+  first.dt = d.dt;
+  first.shape = {d.shape[1], d.shape[2]};
+  first.bytes.assign(d.bytes.begin(), d.bytes.begin() + static_cast<std::ptrdiff_t>(batch));
+  expr* c = make_constant(m, std::move(first), y->at);
+  c->checked = c->annotated;  // read before the module is type-checked again
+  return c;
+}
+
+}  // namespace
+}  // namespace pass_detail
+
+void batch_matmul_to_dense(module& m) {
+  using namespace pass_detail;
+  if (!was_typechecked(m)) typecheck(m);
+  std::unordered_map<expr*, expr*> map;
+  for (expr* c : post_order(def_roots(m))) {
+    if (!is_op_call(c, "nn.batch_matmul") || !c->checked.is_tensor()) continue;
+    if (attr_or_default(*c, "transpose_a")->number() != 0) continue;
+    const bool tb = attr_or_default(*c, "transpose_b")->number() != 0;
+    expr* x = c->args[0];
+    expr* y = through_same_shape_reshapes(c->args[1]);
+    expr* w = nullptr;
+    if (is_op_call(y, "broadcast_to")) w = y->args[0];
+    else if (expr* first = first_of_equal_batches(m, y)) w = first;  // TVM folded the broadcast
+    if (!w) continue;
+    const type &tx = x->checked, &tw = w->checked, &tc = c->checked;
+    if (!tx.is_tensor() || !tw.is_tensor() || tx.shape.size() != 3 || tw.shape.size() != 2 || tc.shape.size() != 3)
+      continue;
+    const std::int64_t b = tx.shape[0];
+    if (b < 0 || tc.shape[0] != b) continue;
+    // Broadcast over the batch only: the weight's own axes as they are (not a [1, N] row
+    // broadcast over K).
+    const type& ty = y->checked;
+    if (!ty.is_tensor() || ty.shape.size() != 3 || ty.shape[1] != tw.shape[0] || ty.shape[2] != tw.shape[1]) continue;
+    // The weight as a dense reads it, [N, K]: as written when the product reads it transposed,
+    // else through its transpose (undone when the program wrote one: PyTorch's linear).
+    expr* dense_weight;
+    if (tb) {
+      dense_weight = w;
+    } else if (is_op_call(w, "transpose") && w->args[0]->checked.is_tensor() && w->args[0]->checked.shape.size() == 2) {
+      dense_weight = w->args[0];  // transpose of a 2-d tensor: axes [1, 0] or none, the same
+    } else {
+      relay::attrs a;
+      a.items.emplace_back("axes", int_array({1, 0}));
+      dense_weight = make_call(m, "transpose", {w}, w->at, std::move(a));
+      if (has_data(w)) dense_weight = evaluate_constant(m, dense_weight);  // a constant weight stays one
+    }
+    // nn.dense takes the [B, M, K] data as it is (its leading axes are rows): no reshape, which
+    // the blocked epilogue could not see through (a row block of a layer norm over a reshaped
+    // product computed the whole product, 10x at BERT's sizes).
+    relay::attrs a;
+    if (const attr_value* out = attr_or_default(*c, "out_dtype")) a.items.emplace_back("out_dtype", *out);
+    map[c] = make_call(m, "nn.dense", {x, dense_weight}, c->at, std::move(a));
+  }
+  if (map.empty()) return;
+  substitute(m, map);
+  typecheck(m);
+}
+
+// ---- FoldLayerNorm -----------------------------------------------------------------------------
+
+namespace pass_detail {
+namespace {
+
+/// The one axis a reduction of rank-`ndim` data reduces, non-negative, when it is written as one
+/// axis (a number or a one-element array), keeps its dimensions and excludes nothing; else -1.
+std::int64_t single_kept_axis(const expr* r, std::int64_t ndim) {
+  const attr_value* axis = attr_or_default(*r, "axis");
+  const attr_value* keep = attr_or_default(*r, "keepdims");
+  const attr_value* exclude = attr_or_default(*r, "exclude");
+  if (!axis || !keep || keep->number() == 0 || (exclude && exclude->number() != 0)) return -1;
+  std::int64_t a;
+  if (axis->is_number()) a = static_cast<std::int64_t>(axis->number());
+  else if (axis->k == attr_value::kind::array && axis->items.size() == 1 && axis->items[0].is_number())
+    a = static_cast<std::int64_t>(axis->items[0].number());
+  else return -1;
+  if (a < 0) a += ndim;
+  return a >= 0 && a < ndim ? a : -1;
+}
+
+/// v itself, or v's operand when v is the expand_dims that expand_to_axis writes for `axis` of
+/// a rank-`ndim` tensor (a 1-d parameter along a non-last axis).
+expr* unexpanded(expr* v, std::int64_t ndim, std::int64_t axis) {
+  const std::int64_t pad = ndim - axis - 1;
+  if (pad <= 0) return v;
+  if (!is_op_call(v, "expand_dims")) return nullptr;
+  const attr_value* a = attr_or_default(*v, "axis");
+  const attr_value* n = attr_or_default(*v, "num_newaxis");
+  if (!a || !n || a->number() != 1 || n->number() != static_cast<double>(pad)) return nullptr;
+  return v->args[0];
+}
+
+/// A float32 attribute of value v as the parser reads it back from its printed (shortest)
+/// form, so that a folded program prints and re-parses to itself: 1e-12f is the double 1e-12,
+/// not 1e-12f's exact value. Readers round it to float32 again (the same value).
+double float_attribute(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(v));
+  return std::strtod(std::string(buf, r.ptr).c_str(), nullptr);
+}
+
+}  // namespace
+}  // namespace pass_detail
+
+void fold_layer_norm(module& m) {
+  using namespace pass_detail;
+  if (!was_typechecked(m)) typecheck(m);
+  const auto consumers = consumers_of(m);
+  const auto only = [&](const expr* e) { return has_only_consumer(consumers, e); };
+  const auto uses = [&](const expr* e) {
+    const auto it = consumers.find(e);
+    return it == consumers.end() ? std::size_t{0} : it->second.size();
+  };
+  std::unordered_map<expr*, expr*> map;
+  // The layer norm of x over `axis` (a kept axis of mu and of the variance's reduction), epsilon
+  // eps, gamma and beta, replacing root, when the operands are as nn.layer_norm takes them.
+  const auto fold = [&](expr* root, expr* x, const expr* mu, const expr* var, const expr* eps, expr* gamma_arg,
+                        expr* beta_arg) {
+    const type& t = x->checked;
+    if (!t.is_tensor() || !t.dt.is_float() || !(root->checked == t)) return;
+    const auto ndim = static_cast<std::int64_t>(t.shape.size());
+    const std::int64_t axis = single_kept_axis(mu, ndim);
+    if (axis < 0 || single_kept_axis(var, ndim) != axis || t.shape[static_cast<std::size_t>(axis)] < 0) return;
+    // epsilon: a scalar constant of x's dtype (simplify_inference's float32-rounded attribute).
+    if (eps->kind != expr_kind::constant || !eps->data || !eps->data->shape.empty() || !(eps->data->dt == t.dt)) return;
+    // gamma and beta: 1-d along the axis, of x's dtype.
+    expr* gamma = unexpanded(gamma_arg, ndim, axis);
+    expr* beta = unexpanded(beta_arg, ndim, axis);
+    const auto along_axis = [&](const expr* v) {
+      return v && v->checked.is_tensor() && v->checked.dt == t.dt && v->checked.shape.size() == 1 &&
+             v->checked.shape[0] == t.shape[static_cast<std::size_t>(axis)];
+    };
+    if (!along_axis(gamma) || !along_axis(beta)) return;
+    relay::attrs a;
+    a.items.emplace_back("axis", attr::integer(axis));
+    a.items.emplace_back("epsilon", attr::real(float_attribute(eps->data->real(0))));
+    a.items.emplace_back("center", attr::boolean(true));
+    a.items.emplace_back("scale", attr::boolean(true));
+    map[root] = make_call(m, "nn.layer_norm", {x, gamma, beta}, root->at, std::move(a));
+  };
+  for (expr* root : post_order(def_roots(m))) {
+    // TensorFlow's form (tf.nn.batch_normalization over moments): add(multiply(x, g),
+    // subtract(beta, multiply(mu, g))), g = multiply(rsqrt(add(mean(square(x - mu)), eps)), gamma).
+    if (is_op_call(root, ops::add::name) && root->checked.is_tensor() &&
+        is_op_call(root->args[0], ops::multiply::name) && is_op_call(root->args[1], ops::subtract::name)) {
+      expr* xg = root->args[0];
+      expr* shift = root->args[1];
+      expr* x = xg->args[0];
+      expr* g = xg->args[1];
+      expr* mug = shift->args[1];
+      if (only(xg) && only(shift) && is_op_call(mug, ops::multiply::name) && only(mug) && mug->args[1] == g &&
+          uses(g) == 2 && is_op_call(g, ops::multiply::name)) {
+        expr* mu = mug->args[0];
+        expr* inv = g->args[0];
+        expr* padded = is_op_call(inv, ops::rsqrt::name) && only(inv) ? inv->args[0] : nullptr;
+        expr* var = padded && is_op_call(padded, ops::add::name) && only(padded) ? padded->args[0] : nullptr;
+        expr* sq = var && is_op_call(var, "mean") && only(var) ? var->args[0] : nullptr;
+        expr* d =
+            sq && is_op_call(sq, ops::multiply::name) && only(sq) && sq->args[0] == sq->args[1] ? sq->args[0] : nullptr;
+        if (d && is_op_call(d, ops::subtract::name) && uses(d) == 2 && d->args[0] == x && d->args[1] == mu &&
+            is_op_call(mu, "mean") && mu->args[0] == x && uses(mu) == 2)
+          fold(root, x, mu, var, padded->args[1], g->args[1], shift->args[0]);
+      }
+      continue;
+    }
+    // add(multiply(divide(subtract(x, mu), sqrt(add(variance(x, mu), eps))), gamma), beta)
+    if (!is_op_call(root, ops::add::name) || !root->checked.is_tensor()) continue;
+    expr* scaled = root->args[0];
+    expr* beta_arg = root->args[1];
+    if (!is_op_call(scaled, ops::multiply::name) || !only(scaled)) continue;
+    expr* normalized = scaled->args[0];
+    expr* gamma_arg = scaled->args[1];
+    if (!is_op_call(normalized, ops::divide::name) || !only(normalized)) continue;
+    expr* centered = normalized->args[0];
+    expr* deviation = normalized->args[1];
+    if (!is_op_call(centered, ops::subtract::name) || !only(centered)) continue;
+    if (!is_op_call(deviation, ops::sqrt::name) || !only(deviation)) continue;
+    expr* x = centered->args[0];
+    expr* mu = centered->args[1];
+    expr* padded = deviation->args[0];
+    if (!is_op_call(padded, ops::add::name) || !only(padded)) continue;
+    expr* var = padded->args[0];
+    const expr* eps = padded->args[1];
+    if (!is_op_call(mu, "mean") || mu->args[0] != x || uses(mu) != 2) continue;
+    if (!is_op_call(var, "variance") || var->args[0] != x || var->args[1] != mu || !only(var)) continue;
+    const attr_value* unbiased = attr_or_default(*var, "unbiased");
+    if (unbiased && unbiased->number() != 0) continue;
+    fold(root, x, mu, var, eps, gamma_arg, beta_arg);
+  }
+  if (map.empty()) return;
   substitute(m, map);
   typecheck(m);
 }

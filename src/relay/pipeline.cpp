@@ -115,7 +115,7 @@ void prepare_for_planning(module& m, bool combine) {
   flatten_results(m);
   expand_one_hot(m);
   relay_build_prefix(m);
-  if (combine) combine_parallel_dense(m);
+  if (combine) batch_matmul_to_dense(m), combine_parallel_dense(m), fold_layer_norm(m);
   eliminate_dead_code(m);
 }
 

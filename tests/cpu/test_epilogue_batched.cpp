@@ -136,6 +136,18 @@ TEST_CASE("softmax and layer norm over contractions: row blocks of whole rows, t
   stats = eval_blocked(x, layer_norm(dense(x, w), g, b));
   CHECK(stats.partial_leaves == 0);
   expect_matches(x, want, {1e-5, 1e-5}, 0, "x = layer_norm(dense(x, W)) in place");
+  // The product under a reshape (rows [6 * 7] as [6, 7]), which blocks do not follow: evaluated
+  // whole once, not once per row block (it was: a whole product per block of 2 rows here).
+  {
+    block_budget bb(2 * 20);
+    auto x42 = test::random_tensor({42, 20}, 654, -1, 1);
+    auto r3 = test::random_tensor({6, 7, 20}, 655, -1, 1);
+    const auto lnr = layer_norm(reshape(dense(x42, w), {6, 7, 20}) + r3, g, b);
+    tensor<float, 3> out3({6, 7, 20});
+    stats = eval_blocked(out3, lnr);
+    CHECK(stats.whole_leaves <= 1);
+    expect_matches(out3, reference(lnr), {1e-5, 1e-5}, 0, "layer_norm(reshape(dense) + r)");
+  }
 }
 
 TEST_CASE("dense over rank-3 activations in a tree: rows flattened over the leading axes, by blocks") {

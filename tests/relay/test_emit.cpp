@@ -183,6 +183,45 @@ def @main(%x: Tensor[(2, 4), float32], %w: Tensor[(3, 4), float32]) {
   %3 = sum(%1, axis=[1]);
   (%2, %3)
 })") == 3);
+  // A dense whose value reaches another contraction's operand is stored: one projection whose
+  // split sections two batch_matmuls read (else each reading kernel would compute it whole),
+  // and dense -> gelu -> dense (measured slower fused: docs/relay.md).
+  const std::string qkv = R"(
+def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(24, 8), float32]) {
+  %0 = nn.dense(%x, %w);
+  %1 = split(%0, indices_or_sections=3, axis=1);
+  %2 = reshape(%1.0, newshape=[1, 4, 8]);
+  %3 = reshape(%1.1, newshape=[1, 4, 8]);
+  %4 = reshape(%1.2, newshape=[1, 8, 4]);
+  %5 = nn.batch_matmul(%2, %3, transpose_b=True);
+  %6 = nn.softmax(%5);
+  nn.batch_matmul(%6, %4, transpose_b=True)
+})";
+  {
+    module m = parse("qkv.relay", qkv);
+    const plan p = plan_of(m);
+    CHECK(p.kernels.size() == 4);  // the projection, QK^T, softmax, PV
+    REQUIRE(!p.kernels.empty());
+    CHECK(p.kernels[0].ops.back()->callee->name == "nn.dense");
+    CHECK(p.kernels[0].ops.size() == 1);
+  }
+  CHECK(kernels_of(R"(
+def @main(%x: Tensor[(4, 8), float32], %w1: Tensor[(16, 8), float32], %w2: Tensor[(8, 16), float32]) {
+  %0 = nn.dense(%x, %w1);
+  %1 = multiply(%0, 0.5f);
+  %2 = erf(%1);
+  %3 = multiply(%0, %2);
+  nn.dense(%3, %w2)
+})") == 2);
+  // Not through a row node: dense + residual + layer norm stays one kernel before the next dense.
+  CHECK(kernels_of(R"(
+def @main(%x: Tensor[(4, 8), float32], %w1: Tensor[(8, 8), float32], %w2: Tensor[(8, 8), float32],
+          %g: Tensor[(8), float32], %b: Tensor[(8), float32]) {
+  %0 = nn.dense(%x, %w1);
+  %1 = add(%0, %x);
+  %2 = nn.layer_norm(%1, %g, %b);
+  nn.dense(%2, %w2)
+})") == 2);
 }
 
 TEST_CASE("planner: a 1000-op elementwise chain is cut into trees the compiler can take") {

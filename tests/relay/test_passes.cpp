@@ -16,10 +16,12 @@
 #include <string>
 #include <vector>
 
+#include <fuse/relay/attributes.hpp>
 #include <fuse/relay/check.hpp>
 #include <fuse/relay/interpreter.hpp>
 #include <fuse/relay/parser.hpp>
 #include <fuse/relay/passes.hpp>
+#include <fuse/relay/pipeline.hpp>
 #include <fuse/relay/plan.hpp>
 #include <fuse/relay/printer.hpp>
 #include <fuse/relay/structural_equal.hpp>
@@ -1366,4 +1368,216 @@ TEST_CASE(
     CHECK_MESSAGE(structurally_equal(m, want), print(m));
     check_semantics(biased, [](module& x) { combine_parallel_dense(x); });
   }
+}
+
+// ---- FoldLayerNorm -----------------------------------------------------------------------------
+
+TEST_CASE("fold_layer_norm: simplify_inference's layer norms fold back, on the last axis and another; same results") {
+  const std::string text =
+      "def @main(%x: Tensor[(2, 3, 4, 5), float64], %lg: Tensor[(5), float64], %lb: Tensor[(5), float64], "
+      "%g: Tensor[(3), float64], %b: Tensor[(3), float64]) {\n"
+      "  %0 = nn.layer_norm(%x, %lg, %lb, epsilon=1e-12f);\n"
+      "  %1 = nn.layer_norm(%x, %g, %b, axis=1, epsilon=0.01f);\n"
+      "  %2 = add(%0, %x);\n"
+      "  (%2, %1)\n"
+      "}";
+  const auto unpack_fold = [](module& x) {
+    simplify_inference(x);
+    eliminate_common_subexpr(x);
+    fold_constant(x);
+    CHECK(count_calls(x, "nn.layer_norm") == 0);
+    CHECK(count_calls(x, "variance") == 2);
+    fold_layer_norm(x);
+  };
+  module m = parse("a", text);
+  unpack_fold(m);
+  CHECK(count_calls(m, "nn.layer_norm") == 2);
+  CHECK(count_calls(m, "mean") == 0);
+  CHECK(count_calls(m, "variance") == 0);
+  CHECK(count_calls(m, "expand_dims") == 0);  // gamma and beta of axis 1 read as written
+  const auto norms = calls_of(m, {"nn.layer_norm"});
+  REQUIRE(norms.size() == 2);
+  for (const expr* n : norms) {
+    const std::int64_t axis = static_cast<std::int64_t>(attr_or_default(*n, "axis")->number());
+    const double eps = attr_or_default(*n, "epsilon")->number();
+    CHECK((axis == 3 || axis == 1));
+    // epsilon as written (1e-12f reads back as the double 1e-12; every reader rounds it to float32).
+    CHECK(eps == (axis == 3 ? 1e-12 : 0.01));
+    CHECK(n->args[0]->kind == expr_kind::var);
+  }
+  check_round_trip(m, "folded");
+  check_semantics(text, unpack_fold);
+
+  // float32 (BERT's) alike: the interpreter computes both forms in double.
+  std::string text32 = text;
+  for (std::size_t at; (at = text32.find("float64")) != std::string::npos;) text32.replace(at, 7, "float32");
+  check_semantics(text32, unpack_fold);
+}
+
+TEST_CASE("fold_layer_norm: TensorFlow's form (batch_normalization over moments) folds too; same results") {
+  for (const char* dt : {"float64", "float32"}) {
+    CAPTURE(dt);
+    const std::string t = dt;
+    const std::string text =
+        "def @main(%x: Tensor[(3, 7), " + t + "], %g: Tensor[(7), " + t + "], %b: Tensor[(7), " + t +
+        "]) {\n"
+        "  %0 = mean(%x, axis=[1], keepdims=True);\n  %1 = subtract(%x, %0);\n  %2 = multiply(%1, %1);\n"
+        "  %3 = mean(%2, axis=[1], keepdims=True);\n  %4 = add(%3, 1e-12" +
+        (t == "float32" ? std::string("f") : std::string("f64")) +
+        ");\n  %5 = rsqrt(%4);\n  %6 = multiply(%5, %g);\n  %7 = multiply(%0, %6);\n  %8 = multiply(%x, %6);\n"
+        "  %9 = subtract(%b, %7);\n  %10 = add(%8, %9);\n  (%10, %x)\n}";
+    module m = parse("tf", text);
+    fold_layer_norm(m);
+    REQUIRE(count_calls(m, "nn.layer_norm") == 1);
+    CHECK(count_calls(m, "mean") == 0);
+    CHECK(count_calls(m, "rsqrt") == 0);
+    const expr* n = calls_of(m, {"nn.layer_norm"})[0];
+    CHECK(attr_or_default(*n, "axis")->number() == 1);
+    CHECK(attr_or_default(*n, "epsilon")->number() == 1e-12);
+    check_round_trip(m, "folded tf");
+    check_semantics(text, [](module& x) { fold_layer_norm(x); });
+    // The scale read elsewhere too: left as it is.
+    const std::string shared = std::string(text).replace(text.find("(%10, %x)"), 9, "(%10, %6)");
+    module u = parse("u", shared);
+    fold_layer_norm(u);
+    CHECK(count_calls(u, "nn.layer_norm") == 0);
+  }
+}
+
+TEST_CASE("fold_layer_norm: what must not fold") {
+  const std::string params = "%x: Tensor[(4, 6), float32], %g: Tensor[(6), float32], %b: Tensor[(6), float32]";
+  const auto unchanged = [&](const std::string& body, const char* why) {
+    const std::string text = "def @main(" + params + ") {\n" + body + "\n}";
+    module m = parse("a", text);
+    fold_layer_norm(m);
+    CHECK_MESSAGE(structurally_equal(m, parse("b", text)), why << "\n" << print(m));
+  };
+  // The unpacked form, written out; each variant breaks one condition.
+  const std::string head = "  %0 = mean(%x, axis=[-1], keepdims=True);\n  %1 = subtract(%x, %0);\n";
+  const std::string var = "  %2 = variance(%x, %0, axis=[-1], keepdims=True);\n";
+  const std::string tail =
+      "  %3 = add(%2, 1e-05f);\n  %4 = sqrt(%3);\n  %5 = divide(%1, %4);\n  %6 = multiply(%5, %g);\n"
+      "  %7 = add(%6, %b);\n";
+  {
+    const std::string text = "def @main(" + params + ") {\n" + head + var + tail + "  %7\n}";
+    module m = parse("a", text);
+    fold_layer_norm(m);
+    CHECK(count_calls(m, "nn.layer_norm") == 1);  // the control: it folds
+    CHECK(count_calls(m, "mean") == 0);
+  }
+  unchanged(head + var + tail + "  (%7, %0)", "the mean is also a result");
+  unchanged(head + var + tail + "  (%7, %5)", "the normalized value is read elsewhere");
+  unchanged(head + "  %2 = variance(%x, %0, axis=[-1], keepdims=True, unbiased=True);\n" + tail + "  %7",
+            "an unbiased variance");
+  unchanged(head + "  %2 = variance(%x, %0, axis=[0], keepdims=True);\n" + tail + "  %7",
+            "the variance over another axis");
+  unchanged(
+      "  %0 = mean(%x, axis=[-1]);\n  %8 = expand_dims(%0, axis=1);\n  %1 = subtract(%x, %8);\n"
+      "  %2 = variance(%x, %8, axis=[-1], keepdims=True);\n" +
+          tail + "  %7",
+      "a mean without keepdims");
+  unchanged(head + var +
+                "  %3 = add(%2, %x);\n  %4 = sqrt(%3);\n  %5 = divide(%1, %4);\n  %6 = multiply(%5, %g);\n"
+                "  %7 = add(%6, %b);\n  %7",
+            "epsilon not a scalar constant");
+  unchanged(head + var +
+                "  %3 = add(%2, 1e-05f);\n  %4 = sqrt(%3);\n  %5 = divide(%1, %4);\n  %6 = multiply(%5, %x);\n"
+                "  %7 = add(%6, %b);\n  %7",
+            "gamma not 1-d along the axis");
+  unchanged(head + var +
+                "  %3 = add(%2, 1e-05f);\n  %4 = sqrt(%3);\n  %5 = divide(%1, %4);\n  %6 = multiply(%g, %5);\n"
+                "  %7 = add(%6, %b);\n  %7",
+            "operands in another order (not simplify_inference's form)");
+}
+
+// ---- BatchMatmulToDense ------------------------------------------------------------------------
+
+TEST_CASE("batch_matmul_to_dense: a weight broadcast over the batch becomes a dense weight; same results") {
+  const std::string params = "%x: Tensor[(2, 3, 4), float64], %w: Tensor[(5, 4), float64], %v: Tensor[(4, 5), float64]";
+  const auto text = [&](const std::string& body) { return "def @main(" + params + ") {\n" + body + "\n}"; };
+  // PyTorch's linear as TVM imports it (B: the transposed weight, broadcast, reshaped to itself),
+  // B as [N, K] with transpose_b, and a [K, N] weight without a transpose of its own; the first
+  // two read the same data.
+  const std::string linear =
+      "  %0 = transpose(%w, axes=[1, 0]);\n  %1 = broadcast_to(%0, shape=[2, 4, 5]);\n"
+      "  %2 = reshape(%1, newshape=[-1, 4, 5]);\n  %3 = nn.batch_matmul(%x, %2);\n"
+      "  %4 = broadcast_to(%w, shape=[2, 5, 4]);\n  %5 = nn.batch_matmul(%x, %4, transpose_b=True);\n"
+      "  %6 = broadcast_to(%v, shape=[2, 4, 5]);\n  %7 = nn.batch_matmul(%x, %6);\n  (%3, %5, %7)";
+  module m = parse("a", text(linear));
+  batch_matmul_to_dense(m);
+  CHECK(count_calls(m, "nn.batch_matmul") == 0);
+  CHECK(count_calls(m, "nn.dense") == 3);
+  CHECK(count_calls(m, "broadcast_to") == 0);
+  CHECK(count_calls(m, "transpose") == 1);  // %v's, new; %w's own undone
+  const auto denses = calls_of(m, {"nn.dense"});
+  REQUIRE(denses.size() == 3);
+  for (const expr* d : denses) CHECK(d->args[0]->kind == expr_kind::var);  // %x as it is
+  CHECK(count_calls(m, "reshape") == 0);
+  check_round_trip(m, "batch_matmul_to_dense");
+  check_semantics(text(linear), [](module& x) { batch_matmul_to_dense(x); });
+  // Then CombineParallelDense makes the three one dense.
+  combine_parallel_dense(m);
+  CHECK(count_calls(m, "nn.dense") == 1);
+  check_semantics(text(linear), [](module& x) { batch_matmul_to_dense(x), combine_parallel_dense(x); });
+
+  // int8 data and weight, int32 products: out_dtype kept.
+  const std::string int8 =
+      "def @main(%x: Tensor[(2, 3, 4), int8], %w: Tensor[(5, 4), int8]) {\n"
+      "  %0 = broadcast_to(%w, shape=[2, 5, 4]);\n"
+      "  nn.batch_matmul(%x, %0, out_dtype=\"int32\", transpose_b=True)\n}";
+  module q = parse("q", int8);
+  batch_matmul_to_dense(q);
+  REQUIRE(count_calls(q, "nn.dense") == 1);
+  CHECK(calls_of(q, {"nn.dense"})[0]->checked.dt.name() == "int32");
+  check_semantics(int8, [](module& x) { batch_matmul_to_dense(x); });
+
+  // int8 BERT as TVM exports it: the broadcast folded into a [B, K, N] constant whose batches
+  // are equal; it becomes one [N, K] constant. A constant whose batches differ stays.
+  const std::string folded =
+      "def @main(%x: Tensor[(2, 3, 4), int8], %c: Tensor[(2, 4, 5), int8]) {\n"
+      "  nn.batch_matmul(%x, %c, out_dtype=\"int32\")\n}";
+  for (const bool equal : {true, false}) {
+    CAPTURE(equal);
+    params::entry c{"c", {}};
+    c.data.dt = dtype{dtype::int_code, 8, 1};
+    c.data.shape = {2, 4, 5};
+    c.data.bytes.resize(40);
+    for (std::size_t i = 0; i < 40; ++i)
+      c.data.bytes[i] = static_cast<unsigned char>(equal ? (i % 20) * 13 + 7 : i * 13 + 7);
+    const auto load = [&] {
+      module l = parse("f", folded);
+      bind_params(l, {c}, "c.params");
+      typecheck(l);
+      return l;
+    };
+    module before = load(), after = load();
+    batch_matmul_to_dense(after);
+    CHECK(count_calls(after, "nn.dense") == (equal ? 1 : 0));
+    CHECK(count_calls(after, "nn.batch_matmul") == (equal ? 0 : 1));
+    auto g = fuse::test::rng(7);
+    for (int t = 0; t < 3; ++t) {
+      const std::vector<value> in = random_inputs(before, g);
+      check_same_values(interpreter(before).run("main", in), interpreter(after).run("main", in));
+    }
+  }
+
+  // What stays a batch_matmul.
+  const auto unchanged = [&](const std::string& body, const char* why) {
+    module u = parse("u", text(body));
+    batch_matmul_to_dense(u);
+    CHECK_MESSAGE(structurally_equal(u, parse("b", text(body))), why << "\n" << print(u));
+  };
+  unchanged(
+      "  %0 = broadcast_to(%x, shape=[2, 3, 4]);\n  %1 = reshape(%v, newshape=[1, 4, 5]);\n"
+      "  %2 = broadcast_to(%1, shape=[2, 4, 5]);\n  %3 = reshape(%2, newshape=[2, 4, 5]);\n"
+      "  %4 = nn.batch_matmul(%0, %3);\n  %5 = multiply(%3, 2f64);\n  nn.batch_matmul(%x, %5)",
+      "B a reshape of rank 3 broadcast, and B computed per batch");
+  unchanged(
+      "  %0 = strided_slice(%v, begin=[0, 0], end=[1, 5]);\n  %1 = broadcast_to(%0, shape=[2, 4, 5]);\n"
+      "  nn.batch_matmul(%x, %1)",
+      "a [1, N] row broadcast over K as well");
+  unchanged(
+      "  %0 = transpose(%x, axes=[0, 2, 1]);\n  %1 = broadcast_to(%v, shape=[2, 4, 5]);\n"
+      "  nn.batch_matmul(%0, %1, transpose_a=True)",
+      "transpose_a");
 }

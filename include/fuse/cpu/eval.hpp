@@ -113,6 +113,11 @@ bool row_block_reads(const E& e, byte_ranges& out) {
     ok = row_block_reads(e.a, out) && ok;
     if constexpr (kind_of<typename E::b_type> != node_kind::packed_weights) ok = row_block_reads(e.b, out) && ok;
     return ok;
+  } else if constexpr (K == node_kind::reshape_view && has_contraction_leaf<E>()) {
+    // A contraction under a reshape is not computed by blocks (the blocked epilogue follows
+    // affine maps only): each row block would compute it whole (10x for a layer norm over
+    // reshape(dense(x, W)) at [384, 768]). Evaluated whole once instead.
+    return false;
   } else if constexpr (K == node_kind::leaf || K == node_kind::constant || K == node_kind::elementwise ||
                        K == node_kind::affine_view || K == node_kind::reshape_view || K == node_kind::concatenate) {
     if constexpr (K == node_kind::leaf) {

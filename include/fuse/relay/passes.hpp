@@ -13,6 +13,8 @@
 //   eliminate_common_subexpr(m)  identical op calls, tuples and projections merged
 //   fold_scale_axis(m)           per-channel scales around a dense/matmul moved into its constant weight
 //   combine_parallel_dense(m)    denses of one input merged into one dense, its result split
+//   batch_matmul_to_dense(m)     a batch_matmul of a weight broadcast over the batch as one dense
+//   fold_layer_norm(m)           simplify_inference's unpacked layer norm folded back into nn.layer_norm
 //
 // A rewrite never edits a node that other nodes point at into something else: it builds the
 // replacement and then redirects every pointer to the old node (`substitute`), so a shared
@@ -179,5 +181,29 @@ void fold_scale_axis(module& m);
 /// others form separate groups; denses inside nested functions are left alone. Groups smaller
 /// than `min_num_branches` (and than 2) are left as they are. Type-checks first (unless typed) and after a change.
 void combine_parallel_dense(module& m, int min_num_branches = 2);
+
+/// A batch_matmul whose B is one 2-d weight broadcast over the batch (PyTorch's linear on 3-d
+/// data, as TVM imports it: `batch_matmul(x, reshape(broadcast_to(transpose(W), [B, K, N])))`)
+/// becomes `nn.dense(x, W)` (x's leading axes are the dense's rows): the same products, the
+/// weight read as a dense weight (packed once by the generated model) instead of a broadcast
+/// copy per batch, and the dense's blocked epilogues (a layer norm over it in one pass). B may
+/// reach the broadcast through reshapes that keep its shape; with transpose_b the weight is
+/// [N, K] as written, else it is read through its transpose (the program's own, undone, or a
+/// new one). out_dtype is kept; batch_matmuls with transpose_a, of other ranks or whose B varies
+/// over the batch are left as they are. Type-checks first (unless typed) and after a change.
+void batch_matmul_to_dense(module& m);
+
+/// The inverse of simplify_inference's layer_norm unpacking, for fuse's planner: TVM unpacks
+/// nn.layer_norm because FuseOps has no kernel for it (its mean and variance become kernels of
+/// their own); fuse runs a layer norm as one row node, over a contraction's blocks where it
+/// reads one (dense + bias + residual + layer norm in one pass). Rewrites
+/// `add(multiply(divide(subtract(x, mu), sqrt(add(variance(x, mu), eps))), gamma), beta)` with
+/// mu = mean(x) and the variance over one axis with keepdims (biased), eps a scalar constant of
+/// x's float dtype, gamma and beta 1-d along the axis (as written, or through the expand_dims that
+/// unpacking adds before a non-last axis), every inner node read only there (mu by the subtract
+/// and the variance), as `nn.layer_norm(x, gamma, beta, axis, epsilon=eps)`: the same formula,
+/// computed in one place. Anything else is left as it is. Type-checks first (unless typed) and
+/// after a change.
+void fold_layer_norm(module& m);
 
 }  // namespace fuse::relay

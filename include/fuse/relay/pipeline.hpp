@@ -66,8 +66,10 @@ void relay_build_prefix(module& m);
 /// What the planner needs, after relay_build_prefix: one function of op calls (closures, global
 /// calls and lets inlined, an `if` over tensors as a where, the result a flat tuple of tensors,
 /// one_hot in fused form), the prefix again over what inlining exposed, then sibling denses of
-/// one input combined (CombineParallelDense, fuse's split form; not with `combine = false`, as
-/// `--planner tvm` plans TVM's opt_level 3 graph) and dead code removed.
+/// one input combined (CombineParallelDense, fuse's split form) and the layer norms that the
+/// prefix unpacked folded back into nn.layer_norm (fold_layer_norm: one row node for fuse, where
+/// FuseOps makes its mean and variance kernels of their own), neither with `combine = false`, as
+/// `--planner tvm` plans TVM's opt_level 3 graph; then dead code removed.
 void prepare_for_planning(module& m, bool combine = true);
 
 /// TVM v0.19 FuseOps' kernel count on m, or "n/a: why". Run relay_build_prefix first to count

@@ -5,7 +5,10 @@
 // library needs it or where recomputing it would cost more than storing it:
 //   - the function's results;
 //   - a contraction (dense, matmul, batch_matmul) read by more than one consumer, so it is not
-//     computed twice; a batch_matmul always (the library evaluates it whole inside a tree);
+//     computed twice; one whose value reaches another contraction's operand (through views,
+//     elementwise ops or a split's sections: the reader's kernel would evaluate it whole, once
+//     per reading kernel, and BERT's FFN measured slower so); a batch_matmul whose value flows
+//     into a row node (that kernel would evaluate it whole);
 //   - a row reduction (sum, mean, max, min, prod, softmax, log_softmax, layer_norm): it is the
 //     root of its own kernel, its input tree fused as its prologue;
 //   - an elementwise or view node read by several consumers whose tree is big (cheaper to store
