@@ -625,7 +625,14 @@ void eliminate_common_subexpr(module& m) {
   using namespace pass_detail;
   std::unordered_map<expr*, expr*> rep;
   std::unordered_map<std::string, expr*> seen;
-  auto ptr = [](const expr* e) { return std::to_string(reinterpret_cast<std::uintptr_t>(e)); };
+  // An argument's identity; scalar constants with data count as equal when their dtype and
+  // value are (TVM's IsEqualScalar: two `16f` literals are one argument), so that the quantize
+  // of one value by one scale, written once per reader, is one call.
+  auto ptr = [](const expr* e) {
+    if (e->kind == expr_kind::constant && e->data && e->data->shape.empty())
+      return "s" + e->data->dt.name() + ":" + std::to_string(e->data->raw(0));
+    return std::to_string(reinterpret_cast<std::uintptr_t>(e));
+  };
   for (expr* e : post_order(def_roots(m))) {
     // Children come first, so theirs are final: point at them.
     for_each_child(e, [&](expr*& c) {
@@ -947,6 +954,21 @@ expr* through_same_shape_reshapes(expr* v) {
   return v;
 }
 
+/// Whether t, a transpose, swaps the two axes of a 2-d tensor (axes unset, [1, 0] or [-1, -2]):
+/// not the identity [0, 1].
+bool swaps_two_axes(const expr* t) {
+  const type& in = t->args[0]->checked;
+  if (!in.is_tensor() || in.shape.size() != 2) return false;
+  const attr_value* axes = attr_or_default(*t, "axes");
+  if (!axes || axes->k == attr_value::kind::none) return true;
+  if (axes->k != attr_value::kind::array || axes->items.size() != 2) return false;
+  const auto axis = [&](std::size_t i) {
+    const auto a = static_cast<std::int64_t>(axes->items[i].number());
+    return a < 0 ? a + 2 : a;
+  };
+  return axis(0) == 1 && axis(1) == 0;
+}
+
 /// A constant with data of rank 3 whose batches hold the same bytes (a 2-d weight broadcast
 /// over the batch and folded by FoldConstant, as TVM exports int8 BERT: [8, 768, 768]): a new
 /// constant of its first batch; else null (other constants, and anything else).
@@ -998,8 +1020,8 @@ void batch_matmul_to_dense(module& m) {
     expr* dense_weight;
     if (tb) {
       dense_weight = w;
-    } else if (is_op_call(w, "transpose") && w->args[0]->checked.is_tensor() && w->args[0]->checked.shape.size() == 2) {
-      dense_weight = w->args[0];  // transpose of a 2-d tensor: axes [1, 0] or none, the same
+    } else if (is_op_call(w, "transpose") && swaps_two_axes(w)) {
+      dense_weight = w->args[0];  // the program's transpose, undone
     } else {
       relay::attrs a;
       a.items.emplace_back("axes", int_array({1, 0}));

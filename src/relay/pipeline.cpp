@@ -115,7 +115,11 @@ void prepare_for_planning(module& m, bool combine) {
   flatten_results(m);
   expand_one_hot(m);
   relay_build_prefix(m);
-  if (combine) batch_matmul_to_dense(m), combine_parallel_dense(m), fold_layer_norm(m);
+  if (combine) {  // fuse's planner (not TVM's graph): see pipeline.hpp
+    batch_matmul_to_dense(m);
+    combine_parallel_dense(m);
+    fold_layer_norm(m);
+  }
   eliminate_dead_code(m);
 }
 

@@ -282,29 +282,27 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     }
     return false;
   };
-  // Whether a contraction reads e's value through views, elementwise ops and a split's sections
-  // (not through a row node or a reduction, always the root of a kernel of its own here, nor a
-  // stored node). A contraction inside another's operand is evaluated whole within the reader's
-  // kernel (not by blocks): two readers would each compute it (the Q, K and V sections of one
-  // combined projection read by QK^T and by PV: the projection three times), and with one
-  // reader it measured slower than stored (BERT's FFN, dense -> GELU -> dense: 178-190 ms
-  // against 125 for the two kernels, one layer at batch 1, sequence 384), so it is stored.
-  std::unordered_map<const expr*, std::vector<const expr*>> consumers_of;
-  for (const expr* e : order)
-    for (const expr* c : e->args) consumers_of[c].push_back(e);
-  const auto read_by_contraction = [&](const expr* e) {
-    std::unordered_set<const expr*> seen{e};
-    std::vector<const expr*> stack{e};
-    while (!stack.empty()) {
-      const expr* x = stack.back();
-      stack.pop_back();
-      for (const expr* u : consumers_of[x]) {
-        if (is_contraction(u)) return true;
-        if (!is_reduction(u) && !p.materialized.count(u) && seen.insert(u).second) stack.push_back(u);
-      }
-    }
-    return false;
-  };
+  // Whether a contraction reads each node's value through views, elementwise ops and a split's
+  // sections (not through a row node or a reduction, always the root of a kernel of its own
+  // here, nor a result or a node stored by request). A contraction inside another's operand is
+  // evaluated whole within the reader's kernel (not by blocks): two readers would each compute
+  // it (the Q, K and V sections of one combined projection read by QK^T and by PV: the
+  // projection three times), and with one reader it measured slower than stored (BERT's FFN,
+  // dense -> GELU -> dense: 178-190 ms against 125 for the two kernels, one layer at batch 1,
+  // sequence 384), so such a contraction is stored. Consumers come after their operands in
+  // `order`: one backward sweep.
+  std::unordered_set<const expr*> read_by_contraction;
+  {
+    std::unordered_map<const expr*, std::vector<const expr*>> consumers_of;
+    for (const expr* e : order)
+      for (const expr* c : e->args) consumers_of[c].push_back(e);
+    for (auto it = order.rbegin(); it != order.rend(); ++it)
+      for (const expr* u : consumers_of[*it])
+        if (is_contraction(u) || (!is_reduction(u) && !p.materialized.count(u) && read_by_contraction.count(u))) {
+          read_by_contraction.insert(*it);
+          break;
+        }
+  }
   for (const expr* e : order) {
     const int own = e->kind == expr_kind::call ? 1 : 0;  // tuples and projections cost nothing
     if (cuda && is_contraction(e))
@@ -342,7 +340,7 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     const bool row_in_tree = cuda && cuda_row_form(m, e) == cuda_row::in_tree;
     if (tensor && ((is_reduction(e) && !row_in_tree) || (is_contraction(e) && u > 1) ||
                    (is_call_of(e, {"nn.batch_matmul"}) && feeds_whole_reader(e)) ||
-                   (is_contraction(e) && read_by_contraction(e)) ||
+                   (is_contraction(e) && read_by_contraction.count(e)) ||
                    (u > 1 && !is_transparent(e) && !row_in_tree && s > shared_inline_limit)))
       p.materialized.insert(e);
     if (p.materialized.count(e)) stored_depth[e] = depth[e], size[e] = 0, depth[e] = 0;

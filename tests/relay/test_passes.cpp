@@ -690,6 +690,25 @@ TEST_CASE("eliminate_common_subexpr: calls, defaults, tuples, projections, neste
       "def @main(%x: Tensor[(4), int32]) { %0 = multiply(%x, %x); %1 = multiply(%x, %x); %2 = subtract(%0, %1); "
       "add(%2, %0) }",
       [](module& x) { eliminate_common_subexpr(x); });
+  // Scalar literals of one dtype and value are one argument (TVM's IsEqualScalar); another value,
+  // another dtype, or a 1-element tensor constant are not.
+  const std::string scalars =
+      "def @main(%x: Tensor[(3), float32]) {\n  %0 = multiply(%x, 16f);\n  %1 = multiply(%x, 16f);\n"
+      "  %2 = multiply(%x, 8f);\n  %3 = round(%0);\n  %4 = round(%1);\n  (%3, %4, %2)\n}";
+  module sc = parse("s", scalars);
+  eliminate_common_subexpr(sc);
+  const module want_sc =
+      parse("w",
+            "def @main(%x: Tensor[(3), float32]) {\n  %0 = multiply(%x, 16f);\n  %2 = multiply(%x, 8f);\n"
+            "  %3 = round(%0);\n  (%3, %3, %2)\n}");
+  CHECK_MESSAGE(structurally_equal(sc, want_sc), print(sc));
+  check_semantics(scalars, [](module& x) { eliminate_common_subexpr(x); });
+  const std::string typed =
+      "def @main(%x: Tensor[(3), float64]) { %0 = add(%x, 2f64); %1 = add(%x, 2f64); %2 = add(%x, 3f64); "
+      "(%0, %1, %2) }";
+  module t = parse("t", typed);
+  eliminate_common_subexpr(t);
+  CHECK(count_calls(t, "add") == 2);
 }
 
 TEST_CASE("passes: long binding chains (100k; 50k under ASan)") {
@@ -1572,6 +1591,16 @@ TEST_CASE("batch_matmul_to_dense: a weight broadcast over the batch becomes a de
       "  %2 = broadcast_to(%1, shape=[2, 4, 5]);\n  %3 = reshape(%2, newshape=[2, 4, 5]);\n"
       "  %4 = nn.batch_matmul(%0, %3);\n  %5 = multiply(%3, 2f64);\n  nn.batch_matmul(%x, %5)",
       "B a reshape of rank 3 broadcast, and B computed per batch");
+  {
+    // An identity transpose is not undone: the weight goes through a transpose of its own.
+    const std::string identity = text(
+        "  %0 = transpose(%v, axes=[0, 1]);\n  %1 = broadcast_to(%0, shape=[2, 4, 5]);\n  nn.batch_matmul(%x, %1)");
+    module u = parse("i", identity);
+    batch_matmul_to_dense(u);
+    CHECK(count_calls(u, "nn.dense") == 1);
+    CHECK(count_calls(u, "transpose") == 2);
+    check_semantics(identity, [](module& x) { batch_matmul_to_dense(x); });
+  }
   unchanged(
       "  %0 = strided_slice(%v, begin=[0, 0], end=[1, 5]);\n  %1 = broadcast_to(%0, shape=[2, 4, 5]);\n"
       "  nn.batch_matmul(%x, %1)",

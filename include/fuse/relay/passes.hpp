@@ -139,9 +139,10 @@ void expand_one_hot(module& m);
 
 // ---- EliminateCommonSubexpr --------------------------------------------------------------------
 
-/// Merges op calls with the same op, the same arguments (by node) and equal attributes (the
-/// op's defaults filled in), and likewise tuples and projections. nn.dropout is never merged
-/// (each call draws its own mask in training).
+/// Merges op calls with the same op, the same arguments (by node, and scalar constants with
+/// data by dtype and value, as TVM's IsEqualScalar: `multiply(%x, 16f)` written twice is one
+/// call) and equal attributes (the op's defaults filled in), and likewise tuples and
+/// projections. nn.dropout is never merged (each call draws its own mask in training).
 void eliminate_common_subexpr(module& m);
 
 // ---- FoldScaleAxis -----------------------------------------------------------------------------
