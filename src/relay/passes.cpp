@@ -2,10 +2,10 @@
 #include "fuse/relay/passes.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <charconv>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>

@@ -270,14 +270,14 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   };
   // A batch_matmul fuses into the tree that reads it (its blocks computed per batch: scale,
   // mask, requantize). Where its value flows, within one tree, into a row node (softmax, a
-  // reduction) or another contraction's operand, that kernel would evaluate it whole before its
-  // loop: it is stored instead, so that a kernel counted here is one pass over the product
-  // (until chained contractions fuse them).
+  // reduction), that kernel would evaluate it whole before its loop: it is stored instead, so
+  // that a kernel counted here is one pass over the product (until chained contractions fuse
+  // them). Flowing into another contraction's operand stores any contraction (below).
   const auto feeds_whole_reader = [&](const expr* e) {
     for (const expr* x = e; users[x] == 1 && !p.materialized.count(x);) {
       const expr* u = a_user[x];
       if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op) return false;
-      if (is_reduction(u) || is_contraction(u)) return true;
+      if (is_reduction(u)) return true;
       x = u;
     }
     return false;
@@ -291,18 +291,17 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   // dense -> GELU -> dense: 178-190 ms against 125 for the two kernels, one layer at batch 1,
   // sequence 384), so such a contraction is stored. Consumers come after their operands in
   // `order`: one backward sweep.
+  // Each node's consumers, with the argument position it is read at.
+  std::unordered_map<const expr*, std::vector<std::pair<const expr*, std::size_t>>> consumers;
+  for (const expr* e : order)
+    for (std::size_t i = 0; i < e->args.size(); ++i) consumers[e->args[i]].emplace_back(e, i);
   std::unordered_set<const expr*> read_by_contraction;
-  {
-    std::unordered_map<const expr*, std::vector<const expr*>> consumers_of;
-    for (const expr* e : order)
-      for (const expr* c : e->args) consumers_of[c].push_back(e);
-    for (auto it = order.rbegin(); it != order.rend(); ++it)
-      for (const expr* u : consumers_of[*it])
-        if (is_contraction(u) || (!is_reduction(u) && !p.materialized.count(u) && read_by_contraction.count(u))) {
-          read_by_contraction.insert(*it);
-          break;
-        }
-  }
+  for (auto it = order.rbegin(); it != order.rend(); ++it)
+    for (const auto& [u, arg] : consumers[*it])
+      if (is_contraction(u) || (!is_reduction(u) && !p.materialized.count(u) && read_by_contraction.count(u))) {
+        read_by_contraction.insert(*it);
+        break;
+      }
   for (const expr* e : order) {
     const int own = e->kind == expr_kind::call ? 1 : 0;  // tuples and projections cost nothing
     if (cuda && is_contraction(e))
@@ -353,9 +352,6 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     // reads it, through every op on the way, and be read by one kernel only (else each would
     // compute it): otherwise it is stored, the root of its own kernel. Consumers first, so
     // that the kernels above a node are settled when it is judged.
-    std::unordered_map<const expr*, std::vector<std::pair<const expr*, std::size_t>>> consumers;
-    for (const expr* e : order)
-      for (std::size_t i = 0; i < e->args.size(); ++i) consumers[e->args[i]].emplace_back(e, i);
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const expr* r = *it;
       if (p.materialized.count(r) || cuda_row_form(m, r) != cuda_row::in_tree) continue;
