@@ -1,4 +1,4 @@
-// Long rows staged in shared memory (fuse/cuda/row_staging.hpp), on the CUDA emulator: a block
+// Long rows staged in shared memory (fuse/cuda/row_staging.hpp, `cuda::stage_rows(true)`), on the CUDA emulator: a block
 // that owns a row copies the leaves it reads again once, and every phase and the outputs read
 // them there. The results must be the same bits as without staging, under every thread order
 // (the emulator fills shared memory with 0xA5, so a read before the copy or past it shows), and
@@ -19,7 +19,7 @@ std::size_t staged_bytes(const E& e) {
   const auto ext = e.shape().array();
   tensor<T, R> plain(ext);
   cuda::launch_log plain_log;
-  cuda::eval(plain, e, cuda::emulated, cuda::stage_rows(false), cuda::log_to(plain_log));
+  cuda::eval(plain, e, cuda::emulated, cuda::log_to(plain_log));  // (off by default)
   REQUIRE(plain_log.size() == 1);
   CHECK(plain_log.launches[0].config.shared_bytes == cuda::row_shared_bytes);
   std::size_t bytes = 0;
@@ -27,7 +27,7 @@ std::size_t staged_bytes(const E& e) {
     tensor<T, R> out(ext);
     std::memset(static_cast<void*>(out.data()), 0xA5, sizeof(T) * static_cast<std::size_t>(out.size()));
     cuda::launch_log log;
-    cuda::eval(out, e, cuda::emulated(order), cuda::log_to(log));
+    cuda::eval(out, e, cuda::emulated(order), cuda::stage_rows(true), cuda::log_to(log));
     REQUIRE(log.size() == 1);
     bytes = log.launches[0].config.shared_bytes - cuda::row_shared_bytes;
     CHECK_MESSAGE(same_bits(out, plain), "staging changed the result");
@@ -103,8 +103,8 @@ TEST_CASE("cuda emulated row staging: in place, the staged copy is the row as it
   for (const auto order : schedules) {
     tensor<float, 2> staged = x, plain = x;
     cuda::launch_log log;
-    cuda::eval(staged, softmax(staged.view()), cuda::emulated(order), cuda::log_to(log));
-    cuda::eval(plain, softmax(plain.view()), cuda::emulated(order), cuda::stage_rows(false));
+    cuda::eval(staged, softmax(staged.view()), cuda::emulated(order), cuda::stage_rows(true), cuda::log_to(log));
+    cuda::eval(plain, softmax(plain.view()), cuda::emulated(order));
     REQUIRE(log.size() == 1);
     CHECK(log.launches[0].config.shared_bytes == cuda::row_shared_bytes + rows_of<float>(n));
     CHECK(same_bits(staged, plain));

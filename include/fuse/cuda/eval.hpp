@@ -13,8 +13,8 @@
 // Options: fuse::cuda::on(stream) (the stream to launch on; required for a real launch, never
 // the legacy default stream), fuse::cuda::emulated (run the body on the host, block by block,
 // in a chosen thread order: every CUDA test runs this way in CI), fuse::cuda::log_to(log) (append
-// each launch to a launch_log), fuse::cuda::stage_rows(false) (long rows read from device memory
-// once per phase, not staged in shared memory: for measuring), fuse::fast_math /
+// each launch to a launch_log), fuse::cuda::stage_rows(true) (long rows staged in shared memory,
+// read from device memory once: measured slower on an H100 in two cases of three, so opt-in), fuse::fast_math /
 // fuse::accurate_math.
 //
 // Memory: a real launch reads and writes device views only (fuse::cuda::tensor, fuse::cuda::view;
@@ -84,10 +84,12 @@ struct log_to {
 };
 
 /// Whether a block that owns a long row stages the leaves it reads again in shared memory, so
-/// that the row comes from device memory once (fuse/cuda/row_staging.hpp; the default). The
-/// results are the same bits either way: `stage_rows(false)` is for measuring and testing.
+/// that the row comes from device memory once (fuse/cuda/row_staging.hpp). Off by default: on an
+/// H100 (2026-11-27, docs/performance.md) it made a [8192, 4096] softmax 10% and a [4096, 32768]
+/// layer norm 8% slower, a [4096, 32768] softmax 3% faster (a staged row holds the SM's shared
+/// memory: fewer blocks in flight). The results are the same bits either way.
 struct stage_rows {
-  bool on = true;
+  bool on = false;
   explicit stage_rows(bool b) : on(b) {}
 };
 
@@ -109,7 +111,7 @@ struct settings {
   schedule order = schedule::forward;
   stream_t stream = nullptr;  ///< none given, or the legacy default stream: refused for a launch
   launch_log* log = nullptr;
-  bool stage_rows = true;
+  bool stage_rows = false;
 };
 template <class... Opt>
 settings settings_of(const Opt&... opt) {
@@ -279,14 +281,47 @@ small_vector<bind::leaf_info, 16> phase_leaves(const Phases& phases, const index
   return leaves;
 }
 
-/// The longest row any phase of p walks, or its outputs.
+/// The sub-rows of a block (coordinates `mask` of extents `ext`, below Q - 1): a kernel counts
+/// them in 32 bits, so this throws from 2^32 on.
+template <std::size_t Q>
+index_t sub_rows(std::uint64_t mask, const index_array<Q>& ext, const char* what) {
+  index_t count = 1;
+  for (std::size_t k = 0; k + 1 < Q; ++k)
+    if ((mask >> k) & 1) count *= ext[k];
+  if (count > index_t{0xFFFFFFFF})
+    throw_shape_error("cuda::eval: ", what, " walks ", count,
+                      " sub-rows a row; a kernel counts them in 32 bits, so at most 2^32 - 1");
+  return count;
+}
+
+/// The most elements a row's walk reads (any phase's block, or the final walk's: `outputs`
+/// columns in each sub-row of p's block); throws where a block has 2^32 sub-rows or more.
 template <std::size_t Q, class Phases, class Final>
-index_t longest_row(const row_params<Q, Phases, Final>& p, index_t outputs) {
-  index_t n = outputs;
+index_t longest_row(const row_params<Q, Phases, Final>& p, index_t outputs, const char* what) {
+  index_t n = outputs * sub_rows(p.block_mask, p.block_extent, what);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    ((n = fuse::get<I>(p.phases).n > n ? fuse::get<I>(p.phases).n : n), ...);
+    (
+        [&](const auto& ph) {
+          const index_t m = ph.n * sub_rows(ph.sub_mask, ph.sub_extent, what);
+          n = m > n ? m : n;
+        }(fuse::get<I>(p.phases)),
+        ...);
   }(std::make_index_sequence<Phases::size>{});
   return n;
+}
+
+/// The coordinates along which no phase's value moves: those every phase borrows for its block
+/// of sub-rows (a phase's value depends on its kept axes alone). A group may then own the whole
+/// block of the iteration along them (row_params::block_mask); 0 where some phase walks its row
+/// alone.
+template <class Phases>
+std::uint64_t common_block(const Phases& phases) {
+  if constexpr (Phases::size == 0) return 0;
+  std::uint64_t mask = ~std::uint64_t{0};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((mask &= fuse::get<I>(phases).sub_mask), ...);
+  }(std::make_index_sequence<Phases::size>{});
+  return mask;
 }
 
 #if defined(__CUDACC__)
@@ -334,7 +369,7 @@ void launch_row(const row_params<Q, Phases, Final>& p, const settings& s, const 
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       ((passes += fuse::get<I>(p.phases).copy_from < 0), ...);
     }(std::make_index_sequence<Phases::size>{});
-    s.log->launches.push_back(launch_record{name, cfg, s.emulate, passes});
+    s.log->launches.push_back(launch_record{name, cfg, s.emulate, passes, p.rows});
   }
 }
 
@@ -390,18 +425,20 @@ void run_root_reduction(const tensor_view<T, static_cast<int>(R), M>& out, const
   p.fin.out = out.data();
   p.fin.stride = stride;
   p.fin.count = 1;
-  // The row's sub-rows: the reduced axes before the last (none when only one is reduced; an
-  // empty block reduces nothing).
+  // The row's block: the reduced axes before the last (none when only one is reduced; an empty
+  // block reduces nothing).
   const std::size_t first_reduced = kept < Q ? kept : Q - 1;
   for (std::size_t k = first_reduced; k < Q; ++k) p.fin.count *= ext[k];
-  p.fin.sub = p.fin.count == 0 ? Q - 1 : first_reduced;
   p.extent = ext;
-  for (std::size_t k = p.fin.sub; k + 1 < Q; ++k) p.fin.sub_extent[k] = ext[k], p.extent[k] = 1;
   if (p.fin.count == 0) p.fin.phase.n = 0;
+  else
+    for (std::size_t k = first_reduced; k + 1 < Q; ++k)
+      p.block_mask |= std::uint64_t{1} << k, p.block_extent[k] = ext[k], p.extent[k] = 1;
   p.rows = 1;
   for (std::size_t k = 0; k + 1 < Q; ++k) p.rows *= p.extent[k];
   check_rows(p.rows, reduce_name(K));
-  p.row_threads = !n.reduced[Q - 1] ? 1 : row_threads_for(longest_row(p, p.fin.count));
+  const index_t longest = longest_row(p, p.fin.phase.n, reduce_name(K));
+  p.row_threads = !n.reduced[Q - 1] ? 1 : row_threads_for(longest);
   // Groups write their rows' results while others still read: any overlap of the output with
   // what the tree reads would race (and a CUDA eval allocates no temporary).
   const auto w = bind::written_range<R>::of(out.data(), out.shape().array(), out.strides());
@@ -486,10 +523,17 @@ void run_row_program(const std::tuple<tensor_view<T, static_cast<int>(Q), M>...>
     }
     if (!binder.complete()) throw error("cuda::eval: internal error: the row program's phases were not all bound");
     p.extent = it;
+    // Where every phase walks one block (group norm's statistics over a group's channels and
+    // pixels), a group owns the block: it computes the values once and writes every sub-row,
+    // rather than each sub-row's group computing the whole block's values again.
+    p.block_mask = common_block(p.phases);
+    for (std::size_t k = 0; k + 1 < Qi; ++k)
+      if ((p.block_mask >> k) & 1) p.block_extent[k] = it[k], p.extent[k] = 1;
     p.rows = 1;
-    for (std::size_t k = 0; k + 1 < Qi; ++k) p.rows *= it[k];
+    for (std::size_t k = 0; k + 1 < Qi; ++k) p.rows *= p.extent[k];
     check_rows(p.rows, "the output");
-    p.row_threads = attempt > 0 && strided && p.rows >= 1024 ? 1 : row_threads_for(longest_row(p, it[Qi - 1]));
+    const index_t longest = longest_row(p, it[Qi - 1], "the output");
+    p.row_threads = attempt > 0 && strided && p.rows >= 1024 ? 1 : row_threads_for(longest);
     // The same rule as the elementwise kernel's, for the leaves of the outputs' trees and of the
     // phases: a group reads its whole row (every phase) before it writes any of it.
     [&]<std::size_t... I>(std::index_sequence<I...>) {

@@ -78,6 +78,9 @@ struct launch_record {
   /// The row kernel's passes over each row: the phases it computes (a repeated one is copied),
   /// then the pass that writes (0 for other kernels).
   std::size_t row_passes = 0;
+  /// The row kernel's rows, a group of threads each (0 for other kernels): a row may be a block
+  /// of sub-rows (group norm's groups).
+  index_t rows = 0;
 };
 
 /// Every launch of the evals that were given this log, in order.

@@ -10,8 +10,10 @@
 //      through shared memory) so that every thread holds the same value;
 //   2. then either writes its outputs along the row, each thread its columns, every output's
 //      value computed before any is stored (`row_outputs`), or, for a reduction at the root
-//      of the eval, writes the reduction's one value per row (`row_result`), where a row may be
-//      a block of several reduced axes walked as sub-rows.
+//      of the eval, writes the reduction's one value per row (`row_result`).
+// A row may be a block of sub-rows (`row_params::block_mask`): a root reduction's reduced axes,
+// or the block every phase of a program walks (group norm's group), whose values the group then
+// computes once for the whole block; short sub-rows are walked by teams of a warp.
 // Nothing is stored between the phases and the outputs: the tree that feeds a row node is
 // evaluated again in each phase that reads it (a row of a few thousand elements stays in L1).
 // The combination order differs from the CPU's, so a reduction's result matches the double
@@ -56,16 +58,12 @@ struct row_outputs {
 
 /// A reduction at the root of an eval: its value for each row, written at `out` + the row's
 /// coordinates times `stride`. A row is the block of the reduced axes, which the iteration
-/// space puts last: axes [sub, Q - 1) are walked inside the row (their extents `sub_extent`;
-/// the kernel's `extent` holds 1 there), the last one by the group's threads; sub = Q - 1 when
-/// only the last axis is reduced.
+/// space puts last; the axes before the last are the row's block (row_params::block_mask).
 template <class T, std::size_t Q, class Phase>
 struct row_result {
   T* out = nullptr;
   index_array<Q> stride{};
   Phase phase;
-  std::size_t sub = Q - 1;
-  index_array<Q> sub_extent{};
   index_t count = 0;  ///< elements reduced per row
 };
 
@@ -78,7 +76,46 @@ struct row_params {
   index_t rows = 0;                       ///< product of all but the last extent
   std::uint32_t row_threads = warp_size;  ///< threads per row: a warp, or the block
   row_stage_plan stage{};                 ///< the row's leaves staged in shared memory (row_staging.hpp)
+  /// The row's block: coordinates below Q - 1 that the final walk (the outputs, or a root
+  /// reduction's) sets itself, sub-row after sub-row (extents `block_extent`; `extent` holds 1
+  /// there). A root reduction's reduced axes; a row program's when every phase walks the same
+  /// block (group norm's statistics), so that a group computes a block's values once and writes
+  /// all of it. 0: the row is one sub-row.
+  std::uint64_t block_mask = 0;
+  index_array<Q> block_extent{};
 };
+
+/// Calls f(team_lane, team_size) for each sub-row of a row's block (coordinates `mask` below
+/// Q - 1, extents `ext`, n columns each) that the calling thread's team walks, x's coordinates in
+/// mask set to the sub-row's (at constant indices: x stays in registers). A group of G threads
+/// whose sub-rows are shorter than it walks them in teams of a warp, team t taking sub-rows t, t +
+/// teams, ... (a block's 640 sub-rows of 64 elements keep every warp busy, not 64 of 512
+/// threads); else the whole group walks each sub-row. mask 0: the row itself, once, by the whole
+/// group. The coordinates are left set: the caller finds the row's again (keeping them beside
+/// would cost registers the row kernel lacks). The sub-rows number below 2^32 (the executor
+/// checks: `sub_rows`).
+template <std::size_t Q, class F>
+FUSE_HD void for_each_sub_row(index_t* x, std::uint64_t mask, const index_array<Q>& ext, index_t n, std::uint32_t lane,
+                              std::uint32_t G, F&& f) {
+  if (mask == 0) {
+    f(static_cast<index_t>(lane), static_cast<index_t>(G));
+    return;
+  }
+  const std::uint32_t T = G > warp_size && n < static_cast<index_t>(G) ? warp_size : G;
+  std::uint32_t count = 1;
+  for (std::size_t k = 0; k + 1 < Q; ++k)
+    if ((mask >> k) & 1) count *= static_cast<std::uint32_t>(ext[k]);
+  for (std::uint32_t s = lane / T; s < count; s += G / T) {
+    std::uint32_t rest = s;
+    for (std::size_t k = Q - 1; k-- > 0;)
+      if ((mask >> k) & 1) {
+        const auto e = static_cast<std::uint32_t>(ext[k]);
+        x[k] = rest % e;
+        rest /= e;
+      }
+    f(static_cast<index_t>(lane % T), static_cast<index_t>(T));
+  }
+}
 
 /// Columns a thread reads at once along a row: its loads are independent, so they are in flight
 /// together. (One at a time, each waiting for the last to come back, left a long row latency-bound
@@ -185,59 +222,46 @@ FUSE_HD S row_allreduce(S acc, std::uint32_t G, std::uint32_t tid, Block& blk) {
 }
 
 /// The value of phase ph for the row whose coordinates and earlier values are x. A reduction
-/// over several axes walks its block of sub-rows: an odometer over the coordinates it borrows
-/// (by constant indices: x stays in registers), which it gives back as it found them.
+/// over several axes walks its block of sub-rows along the coordinates it borrows.
 template <class Ph, class Block>
 FUSE_HD typename Ph::value_type phase_value(const Ph& ph, index_t* x, std::uint32_t lane, std::uint32_t G,
                                             std::uint32_t tid, Block& blk, const unsigned char* staged) {
-  constexpr std::size_t Q = Ph::rank;
   using S = typename Ph::partial_type;
   using P = reduce_partial<Ph::kind, S>;
   auto ev = ph.ev;  // row() keeps per-row state
   S acc = P::identity();
-  index_t saved[Q] = {};
-  for (std::size_t k = 0; k + 1 < Q; ++k)
-    if ((ph.sub_mask >> k) & 1) saved[k] = x[k], x[k] = 0;
-  for (;;) {
-    ev.row(x);
-    if (staged) read_staged_leaves(ev, staged);
-    acc = P::combine(acc, row_partial<P, S>(ev, lane, ph.n, G));
-    bool more = false;
-    for (std::size_t k = Q - 1; k-- > 0;)
-      if (!more && ((ph.sub_mask >> k) & 1)) {
-        if (++x[k] < ph.sub_extent[k]) more = true;
-        else x[k] = 0;
-      }
-    if (!more) break;
-  }
-  for (std::size_t k = 0; k + 1 < Q; ++k)
-    if ((ph.sub_mask >> k) & 1) x[k] = saved[k];
+  for_each_sub_row<Ph::rank>(x, Ph::walks_blocks ? ph.sub_mask : 0, ph.sub_extent, ph.n, lane, G,
+                             [&](index_t tl, index_t T) {
+                               ev.row(x);
+                               if (staged) read_staged_leaves(ev, staged);
+                               acc = P::combine(acc, row_partial<P, S>(ev, tl, ph.n, T));
+                             });
   return ph.finish(row_allreduce<Ph::kind>(acc, G, tid, blk));
 }
 
 /// The value of a root reduction for the row whose coordinates are x: the phase over every
-/// sub-row (an odometer over axes [sub, Q - 1), by constant indices: x stays in registers).
-template <std::size_t Q, class Fin, class Block>
-FUSE_HD auto result_value(const Fin& fin, index_t* x, std::uint32_t lane, std::uint32_t G, std::uint32_t tid,
-                          Block& blk) {
-  using Ph = std::remove_cvref_t<decltype(fin.phase)>;
+/// sub-row of the row's block.
+template <std::size_t Q, class Phases, class Fin, class Block>
+FUSE_HD auto result_value(const row_params<Q, Phases, Fin>& p, index_t* x, std::uint32_t lane, std::uint32_t G,
+                          std::uint32_t tid, Block& blk) {
+  using Ph = std::remove_cvref_t<decltype(p.fin.phase)>;
   using S = typename Ph::partial_type;
   using P = reduce_partial<Ph::kind, S>;
-  auto ev = fin.phase.ev;
+  auto ev = p.fin.phase.ev;
   S acc = P::identity();
-  for (;;) {
+  for_each_sub_row<Q>(x, p.block_mask, p.block_extent, p.fin.phase.n, lane, G, [&](index_t tl, index_t T) {
     ev.row(x);
-    acc = P::combine(acc, row_partial<P, S>(ev, lane, fin.phase.n, G));
-    bool more = false;
-    for (std::size_t k = Q - 1; k-- > 0;)
-      if (!more && k >= fin.sub) {
-        if (++x[k] < fin.sub_extent[k]) more = true;
-        else x[k] = 0;
-      }
-    if (!more) break;
-  }
-  return fin.phase.finish(row_allreduce<Ph::kind>(acc, G, tid, blk), fin.count);
+    acc = P::combine(acc, row_partial<P, S>(ev, tl, p.fin.phase.n, T));
+  });
+  return p.fin.phase.finish(row_allreduce<Ph::kind>(acc, G, tid, blk), p.fin.count);
 }
+
+/// Whether a row program of these phases may own blocks of sub-rows: every phase a reduction's
+/// (row_phase::walks_blocks); else its outputs' walk is compiled without the block's.
+template <class Phases>
+inline constexpr bool phases_walk_blocks = false;
+template <class... P>
+inline constexpr bool phases_walk_blocks<tuple<P...>> = sizeof...(P) > 0 && (P::walks_blocks && ...);
 
 /// The body: each group its rows.
 template <std::size_t Q, class Phases, class Final, class Block>
@@ -267,15 +291,22 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
       }
     }
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-      // (a phase that repeats an earlier one copies its value: the same for the whole group)
-      ((x[Q + I] = fuse::get<I>(p.phases).copy_from >= 0
-                       ? row_value<Q, index_t>(x, fuse::get<I>(p.phases).copy_from)
-                       : pack_row_value(phase_value(fuse::get<I>(p.phases), x, lane, G, t.thread.x, blk, staged))),
-       ...);
+      // (a phase that repeats an earlier one copies its value: the same for the whole group; one
+      // that walks a block of sub-rows leaves its coordinates moved: the row's are found again)
+      (
+          [&](const auto& ph) {
+            if (ph.copy_from >= 0) {
+              x[Q + I] = row_value<Q, index_t>(x, ph.copy_from);
+            } else {
+              x[Q + I] = pack_row_value(phase_value(ph, x, lane, G, t.thread.x, blk, staged));
+              if (ph.sub_mask) row_coordinates(r, p.extent, x);
+            }
+          }(fuse::get<I>(p.phases)),
+          ...);
     }(std::make_index_sequence<Phases::size>{});
     index_t base = 0;
     if constexpr (requires { p.fin.phase; }) {
-      const auto v = result_value<Q>(p.fin, x, lane, G, t.thread.x, blk);
+      const auto v = result_value(p, x, lane, G, t.thread.x, blk);
       if (lane == 0) {
         for (std::size_t k = 0; k + 1 < Q; ++k) base += x[k] * p.fin.stride[k];
         p.fin.out[base] = to_storage<std::remove_pointer_t<decltype(p.fin.out)>>(v);
@@ -284,31 +315,35 @@ FUSE_HD void row_body(const row_params<Q, Phases, Final>& p, const thread_coords
       [&]<std::size_t... I>(std::index_sequence<I...>) {
         using fuse::get;
         auto evs = p.fin.evs;
-        (get<I>(evs).row(x), ...);
-        if (staged) (read_staged_leaves(get<I>(evs), staged), ...);
-        index_t base_of[sizeof...(I)] = {};
-        for (std::size_t k = 0; k + 1 < Q; ++k) ((base_of[I] += x[k] * get<I>(p.fin.outs).stride[k]), ...);
         const index_t inner[sizeof...(I)] = {get<I>(p.fin.outs).inner()...};
         using values = tuple<typename std::remove_cvref_t<decltype(get<I>(evs))>::compute_type...>;
-        const auto store = [&](index_t j, const values& v) {
-          ((get<I>(p.fin.outs).data[base_of[I] + j * inner[I]] =
-                to_storage<std::remove_pointer_t<decltype(get<I>(p.fin.outs).data)>>(get<I>(v))),
-           ...);
-        };
-        // Every output's value at all the columns taken at once before any store (the loads in
-        // flight together): an output read at its own address, and only there, stays right.
-        constexpr int U = row_columns_at_once;
-        index_t j = lane;
-        FUSE_DEVICE_NO_UNROLL
-        for (; j + (U - 1) * G < n; j += U * G) {
-          values v[U];
-          FUSE_DEVICE_UNROLL
-          for (int u = 0; u < U; ++u) v[u] = values{get<I>(evs).get(j + u * G)...};
-          FUSE_DEVICE_UNROLL
-          for (int u = 0; u < U; ++u) store(j + u * G, v[u]);
-        }
-        FUSE_DEVICE_NO_UNROLL
-        for (; j < n; j += G) store(j, values{get<I>(evs).get(j)...});
+        for_each_sub_row<Q>(x, phases_walk_blocks<Phases> ? p.block_mask : 0, p.block_extent, n, lane, G,
+                            [&](index_t tl, index_t T) {
+                              (get<I>(evs).row(x), ...);
+                              if (staged) (read_staged_leaves(get<I>(evs), staged), ...);
+                              index_t base_of[sizeof...(I)] = {};
+                              for (std::size_t k = 0; k + 1 < Q; ++k)
+                                ((base_of[I] += x[k] * get<I>(p.fin.outs).stride[k]), ...);
+                              const auto store = [&](index_t j, const values& v) {
+                                ((get<I>(p.fin.outs).data[base_of[I] + j * inner[I]] =
+                                      to_storage<std::remove_pointer_t<decltype(get<I>(p.fin.outs).data)>>(get<I>(v))),
+                                 ...);
+                              };
+                              // Every output's value at all the columns taken at once before any store (the loads in
+                              // flight together): an output read at its own address, and only there, stays right.
+                              constexpr int U = row_columns_at_once;
+                              index_t j = tl;
+                              FUSE_DEVICE_NO_UNROLL
+                              for (; j + (U - 1) * T < n; j += U * T) {
+                                values v[U];
+                                FUSE_DEVICE_UNROLL
+                                for (int u = 0; u < U; ++u) v[u] = values{get<I>(evs).get(j + u * T)...};
+                                FUSE_DEVICE_UNROLL
+                                for (int u = 0; u < U; ++u) store(j + u * T, v[u]);
+                              }
+                              FUSE_DEVICE_NO_UNROLL
+                              for (; j < n; j += T) store(j, values{get<I>(evs).get(j)...});
+                            });
       }(std::make_index_sequence<decltype(p.fin.evs)::size>{});
     }
     if (p.stage.mask) blk.barrier();  // every thread done with the staged row before the next is copied

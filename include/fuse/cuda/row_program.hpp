@@ -270,6 +270,9 @@ enum class phase_result : std::uint8_t { dtype, partial, mean };
 template <reduce_kind K, class S, phase_result F, class T, class Ev>
 struct row_phase {
   static constexpr reduce_kind kind = K;
+  /// Only a reduction node's phase walks a block of sub-rows (`sub_mask`): softmax's and layer
+  /// norm's walk their row, which the kernel then compiles without the block's walk.
+  static constexpr bool walks_blocks = F == phase_result::dtype;
   static constexpr std::size_t rank = Ev::rank;
   using partial_type = S;
   using value_type = std::conditional_t<F == phase_result::dtype, compute_t<T>,

@@ -10,7 +10,8 @@
 // by `plan_staged_leaves` here): the first phase's leaves in the order `bind::visit_row_leaves`
 // meets them, those read again later (by row pointer), within
 // `row_stage_max_bytes`; the kernel stages the same ones in the same order, so the values read
-// are the same bits as without staging (`fuse::cuda::stage_rows(false)` turns it off). Leaves
+// are the same bits as without staging. Opt-in (`fuse::cuda::stage_rows(true)`): measured on an
+// H100, staging made two of three long-row kernels slower (docs/performance.md). Leaves
 // inside a concatenate or a take are never staged nor redirected: they may read the row at other
 // positions.
 #pragma once
