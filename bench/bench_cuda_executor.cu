@@ -14,6 +14,10 @@
 //                            writes it (reshape, mean, variance, normalise, reshape back, scale and
 //                            shift per channel): one row kernel iterated inside the reshape
 //   group_norm_unfused/...   the plan without that (the statistics stored first): 3 kernels
+//   instance_norm_fused/N/C/S instance norm of x [N, C, S, S] as exporters decompose it (mean
+//                            and variance over H, W; normalise; scale and shift): one row kernel,
+//                            a group of threads owning each (n, c) plane
+//   instance_norm_unfused/...  the statistics stored first: 3 kernels
 //   evals_one_by_one         100 small evals (4096 floats each) launched one after another
 //   evals_graph              the same 100 captured once in a CUDA graph and replayed
 // Bandwidth is what the fused form must move (inputs read once, the output written once);
@@ -258,6 +262,58 @@ void group_norm_unfused(benchmark::State& state) {
   state.counters["max_diff"] = max_diff(in.out, in.ref);
 }
 
+// ---- instance norm ----------------------------------------------------------------------------------------
+
+struct instance_inputs {
+  index_t n, c, side;
+  cuda::tensor<float, 4> x, out, ref, m, v;  // m, v: [n, c, 1, 1]
+  cuda::tensor<float, 3> gamma, beta;        // [c, 1, 1]
+  explicit instance_inputs(const benchmark::State& state)
+      : n(state.range(0)),
+        c(state.range(1)),
+        side(state.range(2)),
+        x({n, c, side, side}, stream()),
+        out({n, c, side, side}, stream()),
+        ref({n, c, side, side}, stream()),
+        m({n, c, 1, 1}, stream()),
+        v({n, c, 1, 1}, stream()),
+        gamma({c, 1, 1}, stream()),
+        beta({c, 1, 1}, stream()) {
+    fill(x.data(), static_cast<std::size_t>(x.size()), 8);
+    fill(gamma.data(), static_cast<std::size_t>(c), 9);
+    fill(beta.data(), static_cast<std::size_t>(c), 10);
+  }
+  template <class M, class V>
+  auto result(const M& mean_of, const V& variance_of) const {
+    return (x.view() - mean_of) / sqrt(variance_of + 1e-5f) * gamma.view() + beta.view();
+  }
+  auto fused() const {
+    const auto d = x.view() - mean(x.view(), {2, 3}, keepdims);
+    return result(mean(x.view(), {2, 3}, keepdims), mean(d * d, {2, 3}, keepdims));
+  }
+  double bytes() const { return sizeof(float) * 2.0 * static_cast<double>(x.size()); }
+};
+
+void instance_norm_fused(benchmark::State& state) {
+  instance_inputs in(state);
+  timed(state, [&] { cuda::eval(in.out, in.fused(), cuda::on(stream())); });
+  report_bandwidth(state, in.bytes());
+}
+
+void instance_norm_unfused(benchmark::State& state) {
+  instance_inputs in(state);
+  const auto s = [&] { return cuda::on(stream()); };
+  timed(state, [&] {
+    cuda::eval(in.m, mean(in.x.view(), {2, 3}, keepdims), s());
+    const auto d = in.x.view() - in.m.view();
+    cuda::eval(in.v, mean(d * d, {2, 3}, keepdims), s());
+    cuda::eval(in.out, in.result(in.m.view(), in.v.view()), s());
+  });
+  report_bandwidth(state, in.bytes());
+  cuda::eval(in.ref, in.fused(), cuda::on(stream()));
+  state.counters["max_diff"] = max_diff(in.out, in.ref);
+}
+
 // ---- launches one by one and as a graph ----------------------------------------------------------------
 
 constexpr int small_evals = 100;
@@ -331,6 +387,10 @@ void register_executor_benchmarks() {
     manual(benchmark::RegisterBenchmark(f == &group_norm_fused ? "group_norm_fused" : "group_norm_unfused", f)
                ->Args({8, 64, 56, 32})
                ->Args({2, 320, 64, 32}));
+  for (auto* f : {&instance_norm_fused, &instance_norm_unfused})
+    manual(benchmark::RegisterBenchmark(f == &instance_norm_fused ? "instance_norm_fused" : "instance_norm_unfused", f)
+               ->Args({8, 64, 56})
+               ->Args({2, 320, 64}));
   manual(benchmark::RegisterBenchmark("evals_one_by_one", &evals_one_by_one));
   manual(benchmark::RegisterBenchmark("evals_graph", &evals_graph));
 }
