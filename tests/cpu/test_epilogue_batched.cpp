@@ -172,3 +172,57 @@ TEST_CASE("dense over rank-3 activations in a tree: rows flattened over the lead
     expect_matches(out, reference(ex), cell_tol(k), 0, "dense(tanh(x3), W) / 2");
   }
 }
+
+TEST_CASE("attention chained: batch_matmul(softmax(scores), v) reads the probabilities by row blocks, never whole") {
+  // softmax(Q K^T * s + mask) is A of the product with V: a block of its rows is evaluated when
+  // the product reads it (the slice pushed below the softmax: only those rows' scores), so
+  // neither the scores nor the probabilities exist whole. Heads 3, odd sequence lengths.
+  for (auto [s, t, d] : {std::tuple<index_t, index_t, index_t>{1, 1, 1}, {37, 41, 16}, {65, 7, 63}}) {
+    CAPTURE(s);
+    CAPTURE(t);
+    const auto salt = static_cast<std::uint64_t>(s * 100 + t);
+    auto q = test::random_tensor({3, s, d}, salt, -1, 1);
+    auto kk = test::random_tensor({3, t, d}, salt + 1, -1, 1);
+    auto v = test::random_tensor({3, d, t}, salt + 2, -1, 1);  // [B, N, K]: batch_matmul's B
+    auto mask = test::random_tensor({s, t}, salt + 3, -8, 0);
+    const auto probs = softmax(batch_matmul(q, kk) * 0.125f + mask);
+    const auto att = batch_matmul(probs, v);
+    for (const index_t budget : {index_t{64}, epilogue_block{}.elements}) {
+      block_budget bb(budget);
+      tensor<float, 3> out({3, s, d});
+      stats = eval_blocked(out, att);
+      CHECK(stats.whole_leaves == 0);
+      CHECK(stats.prologue_row_blocks >= 3);  // at least a block of rows a head
+      CHECK(stats.partial_leaves >= 3);       // the scores' products by blocks
+      expect_matches(out, reference(att), {1e-5, 1e-5}, 0, "batch_matmul(softmax(q k^T s + mask), v)");
+      // int8 probabilities (a requantize above the softmax) into an int32 product: integers
+      // exact except where a float rounding tie flips one (the reference rounds in double).
+      auto v8 = test::random_tensor<std::int8_t>({3, d, t}, salt + 4, -128, 127);
+      const auto att8 = batch_matmul(cast<std::int8_t>(clip(round(probs * 127.0f), -128.0, 127.0)), v8);
+      tensor<std::int32_t, 3> out8({3, s, d});
+      stats = eval_blocked(out8, att8);
+      CHECK(stats.prologue_row_blocks >= 3);
+      CHECK(stats.whole_leaves == 0);
+      expect_matches(out8, reference(att8), {0, 0}, 0, "batch_matmul(requantize(softmax), v8)");
+    }
+  }
+  // A slice of the probabilities (one head) computes that head's scores only.
+  auto q = test::random_tensor({4, 30, 8}, 700, -1, 1);
+  auto kk = test::random_tensor({4, 30, 8}, 701, -1, 1);
+  const auto probs = softmax(batch_matmul(q, kk) * 0.5f);
+  tensor<float, 3> head({1, 30, 30});
+  {
+    block_budget bb(30 * 30);
+    tensor<float, 3> all({4, 30, 30});
+    const auto whole = eval_blocked(all, probs);
+    stats = eval_blocked(head, strided_slice(probs, {2, 0, 0}, {3, 30, 30}));
+    CHECK(stats.partial_leaves * 4 == whole.partial_leaves);  // one head's blocks, not four heads'
+    CHECK(stats.partial_leaves > 0);
+    CHECK(stats.whole_leaves == 0);
+    expect_matches(head, reference(strided_slice(probs, {2, 0, 0}, {3, 30, 30})), {1e-6, 1e-7}, 0, "one head");
+    // A slice that cuts the softmax's axis is evaluated as it was: the softmax whole first.
+    tensor<float, 3> cut({4, 30, 10});
+    eval_blocked(cut, strided_slice(probs, {0, 0, 0}, {4, 30, 10}));
+    expect_matches(cut, reference(strided_slice(probs, {0, 0, 0}, {4, 30, 10})), {1e-6, 1e-7}, 0, "columns cut");
+  }
+}

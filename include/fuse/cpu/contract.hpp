@@ -9,6 +9,7 @@
 // this file sits below eval.hpp and never calls up into it.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "fuse/cpu/packed.hpp"
 #include "fuse/cpu/pass.hpp"
 #include "fuse/expr/contract.hpp"
+#include "fuse/expr/view_pushdown.hpp"
 
 namespace fuse::cpu {
 
@@ -52,10 +54,14 @@ inline bool overlaps_any(const void* lo, const void* hi, const byte_ranges& rang
   return false;
 }
 
-/// The memory an elementwise expression reads, as byte ranges of its tensor leaves; false when
-/// it holds a node with a kernel of its own (a reduction, a contraction, a gather), whose
-/// inputs are not walked here.
-template <class E>
+/// The memory an expression evaluated by row blocks reads, as byte ranges of its tensor leaves;
+/// false when it holds a node whose rows a block does not evaluate alone (a reduction, a
+/// gather), whose inputs are not walked here. Softmax and layer norm are walked (a block's rows
+/// of them are their own: fuse/expr/view_pushdown.hpp), and contractions where `chained` (an
+/// operand holding a softmax: attention's probabilities, whose whole would cost a temporary and
+/// a pass; a product alone under elementwise ops, dense -> GELU -> dense, measured slower by
+/// blocks than whole: src/relay/plan.cpp). Packed weights are private memory.
+template <bool chained = false, class E>
 bool leaf_byte_ranges(const E& e, byte_ranges& out) {
   constexpr node_kind K = kind_of<E>;
   if constexpr (K == node_kind::leaf) {
@@ -63,15 +69,33 @@ bool leaf_byte_ranges(const E& e, byte_ranges& out) {
     bind::detail::byte_range(e.data(), e.shape().array(), e.strides().data(), sizeof(typename E::value_type), l, h);
     out.push_back({l, h});
     return true;
-  } else if constexpr (K == node_kind::constant) {
+  } else if constexpr (K == node_kind::constant || K == node_kind::packed_weights) {
     return true;
   } else if constexpr (K == node_kind::elementwise || K == node_kind::affine_view || K == node_kind::reshape_view ||
-                       K == node_kind::concatenate) {
+                       K == node_kind::concatenate || K == node_kind::softmax || K == node_kind::layer_norm ||
+                       (chained && K == node_kind::contraction)) {
     bool all = true;
-    for_each_child(e, [&](const auto& c) { all = leaf_byte_ranges(c, out) && all; });
+    for_each_child(e, [&](const auto& c) { all = leaf_byte_ranges<chained>(c, out) && all; });
     return all;
   } else {
     return false;
+  }
+}
+
+/// Whether a block of rows of e (its axes before the last, one batch of a rank-3 operand)
+/// passes down to every softmax and layer norm in it: each normalises the last axis and is
+/// reached through elementwise ops (else a block would evaluate them whole).
+template <class E>
+bool rows_pass(const E& e) {
+  if constexpr (!fuse::detail::holds_row_op<E>()) {
+    return true;
+  } else {
+    constexpr std::size_t R = E::rank;
+    axis_map<R> m{};
+    auto rows = e.shape().array();
+    for (std::size_t d = 0; d < R; ++d) m.src[d] = static_cast<index_t>(d), m.scale[d] = 1;
+    for (std::size_t d = 0; d + 1 < R; ++d) rows[d] = rows[d] > 1 ? 1 : rows[d];  // a cut of every row axis
+    return fuse::detail::slice_passes(e, m, rows);
   }
 }
 
@@ -143,7 +167,7 @@ struct operand_memory {
       : ext(e.shape().array()) {
     if constexpr (!is_tensor_view<E>::value && (R == 2 || R == 3)) {
       byte_ranges reads;
-      if (by_rows && avoid && leaf_byte_ranges(e, reads)) {
+      if (by_rows && avoid && leaf_byte_ranges<fuse::detail::holds_row_op<E>()>(e, reads) && rows_pass(e)) {
         bool clear = true;
         for (std::size_t i = 0; i < reads.size(); ++i)
           clear = clear && !overlaps_any(reads[i].first, reads[i].second, *avoid);
@@ -339,16 +363,29 @@ template <std::size_t Q, class Ctx, class T, contract_kind K, class A, class B, 
 void run_contract(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contract_expr<K, A, B, Out, R>& node) {
   static_assert(std::is_same_v<std::remove_const_t<T>, Out>, "fuse: the contraction's output dtype");
   using Node = contract_expr<K, A, B, Out, R>;
-  const detail::contract_operands<Node, Ctx> ops(node, ctx);
   const auto oext = out.shape().array();
   const auto ostr = out.strides();
+  // A batch_matmul's A holding a softmax or a layer norm (attention's probabilities, chained
+  // into this product) that reads none of the output's bytes is evaluated by row blocks: never
+  // whole. (Not a dense's: its weights, packed again for each block of rows, cost more than the
+  // temporary saves: dense(layer_norm(x), W) at 384 x 768 x 768, 19.5 ms by blocks, 15.5 whole.)
+  detail::byte_ranges written;
+  {
+    const void *lo = nullptr, *hi = nullptr;
+    bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), lo, hi);
+    written.push_back({lo, hi});
+  }
+  constexpr bool chained = K == contract_kind::batch_matmul && fuse::detail::holds_row_op<A>();
+  const detail::contract_operands<Node, Ctx> ops(node, ctx, chained ? &written : nullptr);
 
   // Rows of the output as one axis (dense/matmul: every axis but the last; batch_matmul: axis 1).
   const auto out_rows =
       K == contract_kind::batch_matmul ? std::optional<index_t>(ostr[1]) : detail::flat_stride(oext, ostr, R - 1);
   const void *olo = nullptr, *ohi = nullptr;
   bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
-  if (!out_rows || bind::overlaps(olo, ohi, ops.am.lo, ops.am.hi) || bind::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
+  // (a by-rows A was checked leaf by leaf against the output; its [lo, hi) spans every leaf)
+  if (!out_rows || (!ops.am.lazy() && bind::overlaps(olo, ohi, ops.am.lo, ops.am.hi)) ||
+      bind::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
     tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
     run_contract<R>(ctx, tmp.view(), node);
@@ -357,8 +394,17 @@ void run_contract(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contr
   }
   const index_t batches = K == contract_kind::batch_matmul ? node.batch : 1;
   const index_t o_bs = K == contract_kind::batch_matmul ? ostr[0] : 0;
+  // An A evaluated by rows (attention's probabilities: softmax of a product, chained into this
+  // one) is evaluated a block of rows at a time, in cache when the product reads it.
+  const index_t all_rows = std::max<index_t>(node.m, 1);
+  const index_t mb = ops.am.lazy() ? std::clamp<index_t>(ctx.epilogue_block_elements / std::max<index_t>(node.k, 1),
+                                                         std::min<index_t>(16, all_rows), all_rows)
+                                   : all_rows;
   for (index_t bi = 0; bi < batches; ++bi)
-    ops.template multiply<Out>(node, bi, 0, node.m, 0, node.n, out.data() + bi * o_bs, *out_rows, ostr[R - 1]);
+    for (index_t i0 = 0; i0 < node.m; i0 += mb)
+      ops.template multiply<Out>(node, bi, i0, std::min(mb, node.m - i0), 0, node.n,
+                                 out.data() + bi * o_bs + i0 * *out_rows, *out_rows, ostr[R - 1]);
+  ctx.stats.prologue_row_blocks += ops.am.evaluations;
 }
 
 }  // namespace fuse::cpu

@@ -32,6 +32,7 @@
 #include "fuse/expr/contract.hpp"
 #include "fuse/expr/node.hpp"
 #include "fuse/expr/reduce.hpp"
+#include "fuse/expr/view_pushdown.hpp"
 
 namespace fuse {
 
@@ -258,6 +259,13 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
     return;  // the assertions above said why: no second screen of errors
   } else if constexpr (needs_own_kernel<E>) {
     run_root<Ctx, T, Q>(ctx, tensor_view<T, static_cast<int>(Q)>(out), expr);
+  } else if constexpr (fuse::detail::is_view_of_row_ops<E>()) {
+    // A slice of a tree holding softmaxes or layer norms (the rows of an operand a contraction
+    // reads by blocks): the row nodes of the slice only, where the slice passes down to them.
+    if (slice_pushes(expr)) eval_with(ctx, out, push_slice(expr), streaming);
+    else
+      run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
+                         streaming);
   } else {
     run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
                        streaming);
