@@ -69,17 +69,12 @@ struct context {
 
 namespace detail {
 
+template <class N>
+struct is_own_kernel_node : std::bool_constant<needs_own_kernel<N> || kind_of<N> == node_kind::take> {};
 /// Whether tree N holds a node with a kernel of its own (or a gather).
 template <class N>
 constexpr bool holds_own_kernel_node() {
-  using D = std::remove_cvref_t<N>;
-  if constexpr (needs_own_kernel<D> || kind_of<D> == node_kind::take) {
-    return true;
-  } else {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return (holds_own_kernel_node<child_t<I, D>>() || ...);
-    }(std::make_index_sequence<child_count<D>>{});
-  }
+  return tree_holds<is_own_kernel_node, N>();
 }
 
 /// Whether the nodes of tree N with kernels of their own are contractions whose blocks a pass

@@ -64,17 +64,10 @@ template <class N>
 inline constexpr bool is_row_node =
     kind_of<N> == node_kind::reduction || kind_of<N> == node_kind::softmax || kind_of<N> == node_kind::layer_norm;
 
-/// Whether tree N holds a node for which pred<node type> holds.
+/// Whether tree N holds a node for which pred<node type> holds (expr/node.hpp's walk).
 template <template <class> class Pred, class N>
 constexpr bool tree_has() {
-  using D = std::remove_cvref_t<N>;
-  if constexpr (Pred<D>::value) {
-    return true;
-  } else {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return (tree_has<Pred, child_t<I, D>>() || ...);
-    }(std::make_index_sequence<child_count<D>>{});
-  }
+  return tree_holds<Pred, N>();
 }
 template <class N>
 struct row_node_pred : std::bool_constant<is_row_node<N>> {};

@@ -174,6 +174,21 @@ inline constexpr std::size_t child_count = decltype(children(std::declval<const 
 template <std::size_t I, class N>
 using child_t = std::remove_cvref_t<decltype(fuse::get<I>(children(std::declval<const N&>())))>;
 
+/// Whether tree N (itself included) holds a node type D for which Pred<D>::value holds: the one
+/// walk over a tree's types that the executors' questions use (does it hold a row node, a node
+/// with a kernel of its own...).
+template <template <class> class Pred, class N>
+constexpr bool tree_holds() {
+  using D = std::remove_cvref_t<N>;
+  if constexpr (Pred<D>::value) {
+    return true;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (tree_holds<Pred, child_t<I, D>>() || ...);
+    }(std::make_index_sequence<child_count<D>>{});
+  }
+}
+
 template <class N>
 constexpr unsigned memory_read_by() {
   using D = std::remove_cvref_t<N>;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 
 #include "fuse/core/shape.hpp"
@@ -27,17 +28,12 @@
 namespace fuse {
 namespace detail {
 
+template <class N>
+struct is_row_op : std::bool_constant<kind_of<N> == node_kind::softmax || kind_of<N> == node_kind::layer_norm> {};
 /// Whether tree N holds a softmax or a layer norm (the row nodes a slice is pushed to).
 template <class N>
 constexpr bool holds_row_op() {
-  using D = std::remove_cvref_t<N>;
-  if constexpr (kind_of<D> == node_kind::softmax || kind_of<D> == node_kind::layer_norm) {
-    return true;
-  } else {
-    return []<std::size_t... I>(std::index_sequence<I...>) {
-      return (holds_row_op<child_t<I, D>>() || ...);
-    }(std::make_index_sequence<child_count<D>>{});
-  }
+  return tree_holds<is_row_op, N>();
 }
 
 /// Whether N is an affine view of a tree holding a softmax or a layer norm.
