@@ -205,8 +205,10 @@ void layer_norm_unfused(benchmark::State& state) {
   state.counters["max_diff"] = max_diff(in.out, in.ref);
 }
 
-// ---- group norm -------------------------------------------------------------------------------------------
+// ---- group norm and instance norm -------------------------------------------------------------------------
 
+/// Group norm of x [N, C, S, S] in G groups as TVM's SimplifyInference writes it: the statistics
+/// over a reshape [N, G, C/G, S, S] (axes 2, 3, 4), the result reshaped back.
 struct group_inputs {
   index_t n, c, side, groups;
   cuda::tensor<float, 4> x, out, ref;
@@ -228,42 +230,20 @@ struct group_inputs {
     fill(gamma.data(), static_cast<std::size_t>(c), 6);
     fill(beta.data(), static_cast<std::size_t>(c), 7);
   }
-  auto grouped() const { return reshape(x.view(), {n, groups, c / groups, side, side}); }
+  /// What the statistics are taken of, and one of them (a mean over its blocks).
+  auto normed() const { return reshape(x.view(), {n, groups, c / groups, side, side}); }
+  template <class E>
+  auto statistic(const E& e) const {
+    return mean(e, {2, 3, 4}, keepdims);
+  }
   /// The normalised groups, reshaped back, scaled and shifted, given the mean and variance trees.
   template <class M, class V>
   auto result(const M& mean_of, const V& variance_of) const {
-    return reshape((grouped() - mean_of) / sqrt(variance_of + 1e-5f), {n, c, side, side}) * gamma.view() + beta.view();
+    return reshape((normed() - mean_of) / sqrt(variance_of + 1e-5f), {n, c, side, side}) * gamma.view() + beta.view();
   }
-  auto fused() const {
-    const auto mu = mean(grouped(), {2, 3, 4}, keepdims);
-    const auto d = grouped() - mu;
-    return result(mu, mean(d * d, {2, 3, 4}, keepdims));
-  }
-  double bytes() const { return sizeof(float) * 2.0 * static_cast<double>(x.size()); }
 };
 
-void group_norm_fused(benchmark::State& state) {
-  group_inputs in(state);
-  timed(state, [&] { cuda::eval(in.out, in.fused(), cuda::on(stream())); });
-  report_bandwidth(state, in.bytes());
-}
-
-void group_norm_unfused(benchmark::State& state) {
-  group_inputs in(state);
-  const auto s = [&] { return cuda::on(stream()); };
-  timed(state, [&] {
-    cuda::eval(in.m, mean(in.grouped(), {2, 3, 4}, keepdims), s());
-    const auto d = in.grouped() - in.m.view();
-    cuda::eval(in.v, mean(d * d, {2, 3, 4}, keepdims), s());
-    cuda::eval(in.out, in.result(in.m.view(), in.v.view()), s());
-  });
-  report_bandwidth(state, in.bytes());
-  cuda::eval(in.ref, in.fused(), cuda::on(stream()));
-  state.counters["max_diff"] = max_diff(in.out, in.ref);
-}
-
-// ---- instance norm ----------------------------------------------------------------------------------------
-
+/// Instance norm of x [N, C, S, S] as exporters decompose it: the statistics over H, W.
 struct instance_inputs {
   index_t n, c, side;
   cuda::tensor<float, 4> x, out, ref, m, v;  // m, v: [n, c, 1, 1]
@@ -283,34 +263,46 @@ struct instance_inputs {
     fill(gamma.data(), static_cast<std::size_t>(c), 9);
     fill(beta.data(), static_cast<std::size_t>(c), 10);
   }
+  auto normed() const { return x.view(); }
+  template <class E>
+  auto statistic(const E& e) const {
+    return mean(e, {2, 3}, keepdims);
+  }
   template <class M, class V>
   auto result(const M& mean_of, const V& variance_of) const {
-    return (x.view() - mean_of) / sqrt(variance_of + 1e-5f) * gamma.view() + beta.view();
+    return (normed() - mean_of) / sqrt(variance_of + 1e-5f) * gamma.view() + beta.view();
   }
-  auto fused() const {
-    const auto d = x.view() - mean(x.view(), {2, 3}, keepdims);
-    return result(mean(x.view(), {2, 3}, keepdims), mean(d * d, {2, 3}, keepdims));
-  }
-  double bytes() const { return sizeof(float) * 2.0 * static_cast<double>(x.size()); }
 };
 
-void instance_norm_fused(benchmark::State& state) {
-  instance_inputs in(state);
-  timed(state, [&] { cuda::eval(in.out, in.fused(), cuda::on(stream())); });
-  report_bandwidth(state, in.bytes());
+/// The whole norm as one tree: the statistics computed inside it.
+template <class In>
+auto fused_norm(const In& in) {
+  const auto mu = in.statistic(in.normed());
+  const auto d = in.normed() - mu;
+  return in.result(mu, in.statistic(d * d));
 }
 
-void instance_norm_unfused(benchmark::State& state) {
-  instance_inputs in(state);
+/// One kernel (group_inputs or instance_inputs).
+template <class In>
+void norm_fused(benchmark::State& state) {
+  In in(state);
+  timed(state, [&] { cuda::eval(in.out, fused_norm(in), cuda::on(stream())); });
+  report_bandwidth(state, sizeof(float) * 2.0 * static_cast<double>(in.x.size()));
+}
+
+/// The statistics stored first: 3 kernels.
+template <class In>
+void norm_unfused(benchmark::State& state) {
+  In in(state);
   const auto s = [&] { return cuda::on(stream()); };
   timed(state, [&] {
-    cuda::eval(in.m, mean(in.x.view(), {2, 3}, keepdims), s());
-    const auto d = in.x.view() - in.m.view();
-    cuda::eval(in.v, mean(d * d, {2, 3}, keepdims), s());
+    cuda::eval(in.m, in.statistic(in.normed()), s());
+    const auto d = in.normed() - in.m.view();
+    cuda::eval(in.v, in.statistic(d * d), s());
     cuda::eval(in.out, in.result(in.m.view(), in.v.view()), s());
   });
-  report_bandwidth(state, in.bytes());
-  cuda::eval(in.ref, in.fused(), cuda::on(stream()));
+  report_bandwidth(state, sizeof(float) * 2.0 * static_cast<double>(in.x.size()));
+  cuda::eval(in.ref, fused_norm(in), cuda::on(stream()));
   state.counters["max_diff"] = max_diff(in.out, in.ref);
 }
 
@@ -383,14 +375,18 @@ void register_executor_benchmarks() {
   manual(benchmark::RegisterBenchmark("layer_norm_staged", &layer_norm_staged)->Args({4096, 32768}));
   manual(benchmark::RegisterBenchmark("softmax_fused", &softmax_fused)->Args({8192, 4096}));
   // ResNet-50's first stage at batch 8 and a diffusion UNet's 64 x 64 stage, 32 groups.
-  for (auto* f : {&group_norm_fused, &group_norm_unfused})
-    manual(benchmark::RegisterBenchmark(f == &group_norm_fused ? "group_norm_fused" : "group_norm_unfused", f)
-               ->Args({8, 64, 56, 32})
-               ->Args({2, 320, 64, 32}));
-  for (auto* f : {&instance_norm_fused, &instance_norm_unfused})
-    manual(benchmark::RegisterBenchmark(f == &instance_norm_fused ? "instance_norm_fused" : "instance_norm_unfused", f)
-               ->Args({8, 64, 56})
-               ->Args({2, 320, 64}));
+  manual(benchmark::RegisterBenchmark("group_norm_fused", &norm_fused<group_inputs>)
+             ->Args({8, 64, 56, 32})
+             ->Args({2, 320, 64, 32}));
+  manual(benchmark::RegisterBenchmark("group_norm_unfused", &norm_unfused<group_inputs>)
+             ->Args({8, 64, 56, 32})
+             ->Args({2, 320, 64, 32}));
+  manual(benchmark::RegisterBenchmark("instance_norm_fused", &norm_fused<instance_inputs>)
+             ->Args({8, 64, 56})
+             ->Args({2, 320, 64}));
+  manual(benchmark::RegisterBenchmark("instance_norm_unfused", &norm_unfused<instance_inputs>)
+             ->Args({8, 64, 56})
+             ->Args({2, 320, 64}));
   manual(benchmark::RegisterBenchmark("evals_one_by_one", &evals_one_by_one));
   manual(benchmark::RegisterBenchmark("evals_graph", &evals_graph));
 }

@@ -369,20 +369,16 @@ void run_contract(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contr
   // into this product) that reads none of the output's bytes is evaluated by row blocks: never
   // whole. (Not a dense's: its weights, packed again for each block of rows, cost more than the
   // temporary saves: dense(layer_norm(x), W) at 384 x 768 x 768, 19.5 ms by blocks, 15.5 whole.)
-  detail::byte_ranges written;
-  {
-    const void *lo = nullptr, *hi = nullptr;
-    bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), lo, hi);
-    written.push_back({lo, hi});
-  }
+  const void *olo = nullptr, *ohi = nullptr;
+  bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
   constexpr bool chained = K == contract_kind::batch_matmul && fuse::detail::holds_row_op<A>();
+  detail::byte_ranges written;
+  if constexpr (chained) written.push_back({olo, ohi});
   const detail::contract_operands<Node, Ctx> ops(node, ctx, chained ? &written : nullptr);
 
   // Rows of the output as one axis (dense/matmul: every axis but the last; batch_matmul: axis 1).
   const auto out_rows =
       K == contract_kind::batch_matmul ? std::optional<index_t>(ostr[1]) : detail::flat_stride(oext, ostr, R - 1);
-  const void *olo = nullptr, *ohi = nullptr;
-  bind::detail::byte_range(out.data(), oext, ostr.data(), sizeof(T), olo, ohi);
   // (a by-rows A was checked leaf by leaf against the output; its [lo, hi) spans every leaf)
   if (!out_rows || (!ops.am.lazy() && bind::overlaps(olo, ohi, ops.am.lo, ops.am.hi)) ||
       bind::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
