@@ -17,13 +17,18 @@ std::string kernel_ops(const kernel& k) {
   return s;
 }
 
+// The ops a kernel covers, in any order: where layers meet a value they all read (BERT's
+// attention mask), the first layer's kernel evaluates its ops in another order.
 std::string kernel_signature(const kernel& k) {
-  std::string s;
+  std::vector<std::string> names;
   for (const expr* op : k.ops) {
     const op_def* d = find_op(op->callee->name);
     if (d && (d->pattern == op_pattern::injective || d->kernel == op_kernel::pass_through)) continue;
-    s += (s.empty() ? "" : ", ") + op->callee->name;
+    names.push_back(op->callee->name);
   }
+  std::sort(names.begin(), names.end());
+  std::string s;
+  for (const std::string& n : names) s += (s.empty() ? "" : ", ") + n;
   return s;
 }
 

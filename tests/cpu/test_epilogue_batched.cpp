@@ -206,6 +206,42 @@ TEST_CASE("attention chained: batch_matmul(softmax(scores), v) reads the probabi
       expect_matches(out8, reference(att8), {0, 0}, 0, "batch_matmul(requantize(softmax), v8)");
     }
   }
+  // As TVM's PyTorch import writes it: the scores reshaped to [1, heads, S, T], the 4-d softmax
+  // over a broadcast mask, broadcast_to the same shape and reshaped back for the product; Q, K
+  // and V expressions (a bias added to a projection's sections). The slice of a block passes the
+  // reshapes and the broadcast (view_pushdown.hpp), and is pushed into the scores' product
+  // (whose K, an expression, is then evaluated for one head, never all).
+  for (auto [s, t, d] : {std::tuple<index_t, index_t, index_t>{1, 1, 1}, {37, 41, 16}, {65, 7, 63}}) {
+    CAPTURE(s);
+    CAPTURE(t);
+    const auto salt = static_cast<std::uint64_t>(s * 1000 + t);
+    auto q = test::random_tensor({3, s, d}, salt, -1, 1);
+    auto kt = test::random_tensor({3, d, t}, salt + 1, -1, 1);  // K^T: [B, K, N]
+    auto v = test::random_tensor({3, t, d}, salt + 2, -1, 1);
+    auto bias = test::random_tensor({d}, salt + 3, -1, 1);
+    auto bias_t = test::random_tensor({t}, salt + 4, -1, 1);
+    auto mask = test::random_tensor({1, 1, 1, t}, salt + 5, -8, 0);
+    const auto scores = batch_matmul(q + bias, kt + bias_t, false, false);
+    const auto probs4 = softmax(reshape(reshape(scores, {1, 3, s, t}), {1, 3, s, t}) / 8.0f + mask, 3);
+    const auto att = batch_matmul(reshape(broadcast_to(probs4, {1, 3, s, t}), {3, s, t}), v + bias, false, false);
+    for (const index_t budget : {index_t{64}, epilogue_block{}.elements}) {
+      block_budget bb(budget);
+      tensor<float, 3> out({3, s, d});
+      stats = eval_blocked(out, att);
+      CHECK(stats.prologue_row_blocks >= 3);  // at least a block of rows a head
+      CHECK(stats.whole_leaves == 0);
+      expect_matches(out, reference(att), {1e-5, 1e-5}, 0, "batch_matmul(reshape(softmax4(reshape(q k^T))), v)");
+    }
+    // A strided block of rows (every other query) and a block of both heads and rows.
+    tensor<float, 3> every_other({3, (s + 1) / 2, t});
+    const auto probs3 = reshape(broadcast_to(probs4, {1, 3, s, t}), {3, s, t});
+    eval_blocked(every_other, strided_slice(probs3, {0, 0, 0}, {3, s, t}, {1, 2, 1}));
+    expect_matches(every_other, reference(strided_slice(probs3, {0, 0, 0}, {3, s, t}, {1, 2, 1})), {1e-6, 1e-7}, 0,
+                   "every other row");
+    tensor<float, 3> two({2, s, t});
+    eval_blocked(two, strided_slice(probs3, {1, 0, 0}, {3, s, t}));
+    expect_matches(two, reference(strided_slice(probs3, {1, 0, 0}, {3, s, t})), {1e-6, 1e-7}, 0, "heads 1 and 2");
+  }
   // A slice of the probabilities (one head) computes that head's scores only.
   auto q = test::random_tensor({4, 30, 8}, 700, -1, 1);
   auto kk = test::random_tensor({4, 30, 8}, 701, -1, 1);

@@ -200,11 +200,36 @@ def @main(%x: Tensor[(4, 8), float32], %w: Tensor[(24, 8), float32]) {
   {
     module m = parse("qkv.relay", qkv);
     const plan p = plan_of(m);
-    CHECK(p.kernels.size() == 4);  // the projection, QK^T, softmax, PV
+    CHECK(p.kernels.size() == 2);  // the projection; QK^T, softmax and PV chained in one
     REQUIRE(!p.kernels.empty());
     CHECK(p.kernels[0].ops.back()->callee->name == "nn.dense");
     CHECK(p.kernels[0].ops.size() == 1);
   }
+  // Attention chained only where the executor evaluates the probabilities by row blocks: a
+  // softmax along the last axis, read once, by a batch_matmul's A (not transposed).
+  const auto attention = [](const std::string& softmax, const std::string& result) {
+    return R"(
+def @main(%q: Tensor[(2, 4, 8), float32], %k: Tensor[(2, 6, 8), float32], %v: Tensor[(2, 8, 6), float32]) {
+  %0 = nn.batch_matmul(%q, %k, transpose_b=True);
+  %1 = )" + softmax +
+           R"(;
+  %2 = multiply(%1, 2f);
+  %3 = nn.batch_matmul(%2, %v, transpose_b=True);
+  )" + result +
+           R"(
+})";
+  };
+  CHECK(kernels_of(attention("nn.softmax(%0)", "%3")) == 1);
+  CHECK(kernels_of(attention("nn.softmax(%0, axis=2)", "%3")) == 1);
+  CHECK(kernels_of(attention("nn.log_softmax(%0)", "%3")) == 1);
+  CHECK(kernels_of(attention("nn.softmax(%0, axis=1)", "%3")) == 3);  // not the rows' axis
+  CHECK(kernels_of(attention("nn.softmax(%0)", "(%3, %1)")) == 3);    // the probabilities are a result
+  CHECK(kernels_of(R"(
+def @main(%q: Tensor[(2, 4, 8), float32], %k: Tensor[(2, 6, 8), float32], %v: Tensor[(2, 4, 5), float32]) {
+  %0 = nn.batch_matmul(%q, %k, transpose_b=True);
+  %1 = nn.softmax(%0);
+  nn.batch_matmul(%1, %v, transpose_a=True, transpose_b=False)
+})") == 3);                                                           // A read transposed: whole
   CHECK(kernels_of(R"(
 def @main(%x: Tensor[(4, 8), float32], %w1: Tensor[(16, 8), float32], %w2: Tensor[(8, 16), float32]) {
   %0 = nn.dense(%x, %w1);

@@ -257,8 +257,16 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
   } else if constexpr (fuse::detail::is_view_of_row_ops<E>()) {
     // A slice of a tree holding softmaxes or layer norms (the rows of an operand a contraction
     // reads by blocks): the row nodes of the slice only, where the slice passes down to them.
-    if (slice_pushes(expr)) eval_with(ctx, out, push_slice(expr), streaming);
-    else
+    if (slice_pushes(expr)) {
+      constexpr std::size_t Rc = E::child_type::rank;
+      index_array<Rc> along{};
+      auto pushed = push_slice(expr, along);
+      // out seen in the pushed node's rank (the axes the slice drops or adds have extent 1)
+      index_array<Rc> strides{};
+      for (std::size_t d = 0; d < Rc; ++d)
+        strides[d] = along[d] < 0 ? 0 : out.strides()[static_cast<std::size_t>(along[d])];
+      eval_with(ctx, tensor_view<T, static_cast<int>(Rc)>(out.data(), pushed.shape(), strides), pushed, streaming);
+    } else
       run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
                          streaming);
   } else {
