@@ -11,6 +11,12 @@
 //   scores_requantize/VARIANT/H/S   cast<int8>(clip(round(cast<float>(batch_matmul(q8, k8)) * s)))
 //     fused      one eval: the int32 products by blocks, requantized in cache
 //     unfused    the int32 scores whole, then the requantize
+//   attention/VARIANT/H/S   batch_matmul(softmax(batch_matmul(q, k) * 0.125 + mask), v), float
+//     fused      one eval, chained: the probabilities by blocks of query rows inside the second
+//                product, each block's scores its own small product (what the Relay planner
+//                emits for attention)
+//     unfused    three evals: the scores, the probabilities, the product (the plan before)
+//     tvm        op by op: batch_matmul, multiply, add, softmax, batch_matmul
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -26,7 +32,7 @@ using fuse::index_t;
 
 struct operands {
   index_t heads, seq;
-  fuse::tensor<float, 3> q, k, p;
+  fuse::tensor<float, 3> q, k, p, v, att;
   fuse::tensor<float, 2> mask;
   fuse::tensor<std::int8_t, 3> q8, k8, p8;
   operands(index_t h, index_t s)
@@ -35,6 +41,8 @@ struct operands {
         q({h, s, 64}),
         k({h, s, 64}),
         p({h, s, s}),
+        v({h, 64, s}),
+        att({h, s, 64}),
         mask({s, s}),
         q8({h, s, 64}),
         k8({h, s, 64}),
@@ -43,6 +51,7 @@ struct operands {
     std::uniform_real_distribution<float> d(-1, 1);
     for (auto& v : q) v = d(g);
     for (auto& v : k) v = d(g);
+    for (auto& x : v) x = d(g);
     for (auto& v : mask) v = d(g) < -0.8f ? -10000.0f : 0.0f;
     for (auto& v : q8) v = static_cast<std::int8_t>(d(g) * 127);
     for (auto& v : k8) v = static_cast<std::int8_t>(d(g) * 127);
@@ -108,6 +117,40 @@ void scores_requantize_unfused(benchmark::State& s) {
   });
 }
 
+// Attention's two products (Q K^T and P V): twice the scores' FLOPs.
+template <class F>
+void timed_attention(benchmark::State& s, F&& f) {
+  timed(s, f);
+  s.counters["FLOP"] = benchmark::Counter(
+      4.0 * static_cast<double>(s.range(0)) * static_cast<double>(s.range(1)) * static_cast<double>(s.range(1)) * 64,
+      benchmark::Counter::kIsIterationInvariantRate);
+}
+auto probabilities(operands& o) { return fuse::softmax(fuse::batch_matmul(o.q, o.k) * 0.125f + o.mask); }
+void attention_fused(benchmark::State& s) {
+  auto& o = inputs(s);
+  timed_attention(s, [&] { fuse::eval(o.att, fuse::batch_matmul(probabilities(o), o.v)); });
+}
+void attention_unfused(benchmark::State& s) {
+  auto& o = inputs(s);
+  fuse::tensor<float, 3> scores({o.heads, o.seq, o.seq});
+  timed_attention(s, [&] {
+    fuse::eval(scores, fuse::batch_matmul(o.q, o.k));
+    fuse::eval(o.p, fuse::softmax(scores.view() * 0.125f + o.mask));
+    fuse::eval(o.att, fuse::batch_matmul(o.p, o.v));
+  });
+}
+void attention_tvm(benchmark::State& s) {
+  auto& o = inputs(s);
+  fuse::tensor<float, 3> t1({o.heads, o.seq, o.seq}), t2({o.heads, o.seq, o.seq}), t3({o.heads, o.seq, o.seq});
+  timed_attention(s, [&] {
+    fuse::eval(t1, fuse::batch_matmul(o.q, o.k));
+    fuse::eval(t2, t1.view() * 0.125f);
+    fuse::eval(t3, t2.view() + o.mask);
+    fuse::eval(o.p, fuse::softmax(t3.view()));
+    fuse::eval(o.att, fuse::batch_matmul(o.p, o.v));
+  });
+}
+
 void shapes(benchmark::internal::Benchmark* b) { b->Args({96, 384})->Args({12, 128})->Unit(benchmark::kMillisecond); }
 
 }  // namespace
@@ -117,3 +160,6 @@ BENCHMARK(scores_softmax_unfused)->Name("scores_softmax/unfused")->Apply(shapes)
 BENCHMARK(scores_softmax_tvm)->Name("scores_softmax/tvm")->Apply(shapes);
 BENCHMARK(scores_requantize_fused)->Name("scores_requantize/fused")->Apply(shapes);
 BENCHMARK(scores_requantize_unfused)->Name("scores_requantize/unfused")->Apply(shapes);
+BENCHMARK(attention_fused)->Name("attention/fused")->Apply(shapes);
+BENCHMARK(attention_unfused)->Name("attention/unfused")->Apply(shapes);
+BENCHMARK(attention_tvm)->Name("attention/tvm")->Apply(shapes);

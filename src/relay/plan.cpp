@@ -274,7 +274,11 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   // scores it normalises: the executor evaluates the softmax by blocks of rows inside the second
   // product (fuse/cpu/contract.hpp), the scores' blocks inside it (fuse/expr/view_pushdown.hpp),
   // so that neither the scores nor the probabilities are ever stored whole. One kernel instead
-  // of three, as fast as the three (Zen 3, 12 heads x 384, head dimension 64, 2026-11-27).
+  // of three, as fast as the three where a batch's scores are large (Zen 3, head dimension 64,
+  // 2026-11-28: 94.1 ms against 94.8 at 96 heads x 384 x 384, 12.7-12.9 against 12.6 at 12 x
+  // 384 x 384), slower where they are small (1.53 ms against 1.30 at 12 x 128 x 128: the
+  // blocks' own costs), hence chained from 256 x 256 scores a batch.
+  constexpr std::int64_t chained_scores_at_least = 256 * 256;
   const auto keeps_last_two = [](const expr* x) {
     const auto& in = x->args[0]->checked.shape;
     const auto& out = x->checked.shape;
@@ -288,6 +292,8 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
     for (const expr* a : e->args) at.push_back(a->checked);
     const op_call c(m, *e, *find_op(e->callee->name), at);
     if (rank < 2 || c.axis(c.integer("axis"), rank) != rank - 1) return false;
+    const auto& shape = e->checked.shape;
+    if (shape[shape.size() - 1] * shape[shape.size() - 2] < chained_scores_at_least) return false;
     for (const expr* x = e; users[x] == 1 && !p.materialized.count(x);) {
       const expr* u = a_user[x];
       if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op || !u->checked.is_tensor()) return false;
