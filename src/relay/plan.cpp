@@ -29,6 +29,13 @@ bool is_transparent(const expr* e) { return kernel_of(e) == op_kernel::pass_thro
 /// Ops the emitter writes as a reshape view (fuse::reshape).
 bool is_reshape_view(const expr* e) { return is_call_of(e, {"reshape", "squeeze", "expand_dims"}); }
 
+/// The attributes of op call e, read through its op's registry entry.
+op_call call_of(const module& m, const expr* e) {
+  std::vector<type> at;
+  for (const expr* a : e->args) at.push_back(a->checked);
+  return op_call(m, *e, *find_op(e->callee->name), at);
+}
+
 /// On CUDA, how a row node runs: fused into the tree that reads it (the row kernel computes it
 /// per row of the output; a reduction over one axis, or over several with keepdims, softmax or
 /// layer norm along any axis), or only as the root of its own kernel (fuse/cuda/eval.hpp: a
@@ -39,9 +46,7 @@ std::uint64_t cuda_walked_axes(const module& m, const expr* e) {
   if (!is_reduction(e) || is_call_of(e, {"collapse_sum_like"}) || !e->args[0]->checked.is_tensor()) return 0;
   const auto rank = static_cast<std::int64_t>(e->args[0]->checked.shape.size());
   if (rank == 0 || rank > 64) return 0;
-  std::vector<type> at;
-  for (const expr* a : e->args) at.push_back(a->checked);
-  const op_call c(m, *e, *find_op(e->callee->name), at);
+  const op_call c = call_of(m, e);
   if (is_call_of(e, {"nn.softmax", "nn.log_softmax", "nn.layer_norm"}))
     return std::uint64_t{1} << c.axis(c.integer("axis"), rank);
   const std::vector<bool> reduced = c.reduced_axes(rank);
@@ -288,21 +293,14 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   const auto chained_softmax = [&](const expr* e) {
     if (cuda || !is_call_of(e, {"nn.softmax", "nn.log_softmax"}) || !e->checked.is_tensor()) return false;
     const auto rank = static_cast<std::int64_t>(e->checked.shape.size());
-    std::vector<type> at;
-    for (const expr* a : e->args) at.push_back(a->checked);
-    const op_call c(m, *e, *find_op(e->callee->name), at);
+    const op_call c = call_of(m, e);
     if (rank < 2 || c.axis(c.integer("axis"), rank) != rank - 1) return false;
     const auto& shape = e->checked.shape;
     if (shape[shape.size() - 1] * shape[shape.size() - 2] < chained_scores_at_least) return false;
     for (const expr* x = e; users[x] == 1 && !p.materialized.count(x);) {
       const expr* u = a_user[x];
       if (u->kind != expr_kind::call || u->callee->kind != expr_kind::op || !u->checked.is_tensor()) return false;
-      if (is_call_of(u, {"nn.batch_matmul"})) {
-        std::vector<type> ut;
-        for (const expr* a : u->args) ut.push_back(a->checked);
-        const op_call uc(m, *u, *find_op(u->callee->name), ut);
-        return u->args[0] == x && !uc.boolean("transpose_a");
-      }
+      if (is_call_of(u, {"nn.batch_matmul"})) return u->args[0] == x && !call_of(m, u).boolean("transpose_a");
       const bool view = is_reshape_view(u) || is_call_of(u, {"broadcast_to"});
       if (view ? !keeps_last_two(u) || (is_call_of(u, {"broadcast_to"}) && u->checked.shape != x->checked.shape)
                : kernel_of(u) != op_kernel::loop || find_op(u->callee->name)->pattern > op_pattern::broadcast ||

@@ -419,8 +419,8 @@ void run_contract(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contr
   const index_t all_rows = std::max<index_t>(node.m, 1);
   const index_t most = std::clamp<index_t>(2 * ctx.epilogue_block_elements / std::max<index_t>(node.k, 1),
                                            std::min<index_t>(16, all_rows), all_rows);
-  const index_t mb =
-      ops.am.lazy() ? (all_rows + (all_rows + most - 1) / most - 1) / ((all_rows + most - 1) / most) : all_rows;
+  const index_t blocks = (all_rows + most - 1) / most;
+  const index_t mb = ops.am.lazy() ? (all_rows + blocks - 1) / blocks : all_rows;
   for (index_t bi = 0; bi < batches; ++bi)
     for (index_t i0 = 0; i0 < node.m; i0 += mb)
       ops.template multiply<Out>(node, bi, i0, std::min(mb, node.m - i0), 0, node.n,
