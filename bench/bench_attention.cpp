@@ -66,37 +66,55 @@ operands& inputs(const benchmark::State& s) {
   return *cache.back();
 }
 
+/// f timed; FLOP counts `products` products of the scores' size (2 h n^2 64 each).
 template <class F>
-void timed(benchmark::State& s, F&& f) {
+void timed(benchmark::State& s, F&& f, double products = 1) {
   for (auto _ : s) {
     f();
     benchmark::ClobberMemory();
   }
   const double h = static_cast<double>(s.range(0)), n = static_cast<double>(s.range(1));
-  s.counters["FLOP"] = benchmark::Counter(2.0 * h * n * n * 64, benchmark::Counter::kIsIterationInvariantRate);
+  s.counters["FLOP"] =
+      benchmark::Counter(products * 2.0 * h * n * n * 64, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void scores_softmax_fused(benchmark::State& s) {
-  auto& o = inputs(s);
-  timed(s, [&] { fuse::eval(o.p, fuse::softmax(fuse::batch_matmul(o.q, o.k) * 0.125f + o.mask)); });
-}
-void scores_softmax_unfused(benchmark::State& s) {
-  auto& o = inputs(s);
-  fuse::tensor<float, 3> scores({o.heads, o.seq, o.seq});
-  timed(s, [&] {
+auto probabilities(operands& o) { return fuse::softmax(fuse::batch_matmul(o.q, o.k) * 0.125f + o.mask); }
+
+/// The probabilities into o.p with the scores evaluated whole first (two evals).
+struct scores_whole {
+  fuse::tensor<float, 3> scores;
+  explicit scores_whole(const operands& o) : scores({o.heads, o.seq, o.seq}) {}
+  void operator()(operands& o) {
     fuse::eval(scores, fuse::batch_matmul(o.q, o.k));
     fuse::eval(o.p, fuse::softmax(scores.view() * 0.125f + o.mask));
-  });
-}
-void scores_softmax_tvm(benchmark::State& s) {
-  auto& o = inputs(s);
-  fuse::tensor<float, 3> t1({o.heads, o.seq, o.seq}), t2({o.heads, o.seq, o.seq}), t3({o.heads, o.seq, o.seq});
-  timed(s, [&] {
+  }
+};
+/// The probabilities into o.p op by op, one temporary each (TVM's unfused ops).
+struct op_by_op {
+  fuse::tensor<float, 3> t1, t2, t3;
+  explicit op_by_op(const operands& o)
+      : t1({o.heads, o.seq, o.seq}), t2({o.heads, o.seq, o.seq}), t3({o.heads, o.seq, o.seq}) {}
+  void operator()(operands& o) {
     fuse::eval(t1, fuse::batch_matmul(o.q, o.k));
     fuse::eval(t2, t1.view() * 0.125f);
     fuse::eval(t3, t2.view() + o.mask);
     fuse::eval(o.p, fuse::softmax(t3.view()));
-  });
+  }
+};
+
+void scores_softmax_fused(benchmark::State& s) {
+  auto& o = inputs(s);
+  timed(s, [&] { fuse::eval(o.p, probabilities(o)); });
+}
+void scores_softmax_unfused(benchmark::State& s) {
+  auto& o = inputs(s);
+  scores_whole probs(o);
+  timed(s, [&] { probs(o); });
+}
+void scores_softmax_tvm(benchmark::State& s) {
+  auto& o = inputs(s);
+  op_by_op probs(o);
+  timed(s, [&] { probs(o); });
 }
 
 auto requantized(const fuse::tensor<std::int8_t, 3>& q8, const fuse::tensor<std::int8_t, 3>& k8) {
@@ -118,37 +136,32 @@ void scores_requantize_unfused(benchmark::State& s) {
 }
 
 // Attention's two products (Q K^T and P V): twice the scores' FLOPs.
-template <class F>
-void timed_attention(benchmark::State& s, F&& f) {
-  timed(s, f);
-  s.counters["FLOP"] = benchmark::Counter(
-      4.0 * static_cast<double>(s.range(0)) * static_cast<double>(s.range(1)) * static_cast<double>(s.range(1)) * 64,
-      benchmark::Counter::kIsIterationInvariantRate);
-}
-auto probabilities(operands& o) { return fuse::softmax(fuse::batch_matmul(o.q, o.k) * 0.125f + o.mask); }
 void attention_fused(benchmark::State& s) {
   auto& o = inputs(s);
-  timed_attention(s, [&] { fuse::eval(o.att, fuse::batch_matmul(probabilities(o), o.v)); });
+  timed(
+      s, [&] { fuse::eval(o.att, fuse::batch_matmul(probabilities(o), o.v)); }, 2);
 }
 void attention_unfused(benchmark::State& s) {
   auto& o = inputs(s);
-  fuse::tensor<float, 3> scores({o.heads, o.seq, o.seq});
-  timed_attention(s, [&] {
-    fuse::eval(scores, fuse::batch_matmul(o.q, o.k));
-    fuse::eval(o.p, fuse::softmax(scores.view() * 0.125f + o.mask));
-    fuse::eval(o.att, fuse::batch_matmul(o.p, o.v));
-  });
+  scores_whole probs(o);
+  timed(
+      s,
+      [&] {
+        probs(o);
+        fuse::eval(o.att, fuse::batch_matmul(o.p, o.v));
+      },
+      2);
 }
 void attention_tvm(benchmark::State& s) {
   auto& o = inputs(s);
-  fuse::tensor<float, 3> t1({o.heads, o.seq, o.seq}), t2({o.heads, o.seq, o.seq}), t3({o.heads, o.seq, o.seq});
-  timed_attention(s, [&] {
-    fuse::eval(t1, fuse::batch_matmul(o.q, o.k));
-    fuse::eval(t2, t1.view() * 0.125f);
-    fuse::eval(t3, t2.view() + o.mask);
-    fuse::eval(o.p, fuse::softmax(t3.view()));
-    fuse::eval(o.att, fuse::batch_matmul(o.p, o.v));
-  });
+  op_by_op probs(o);
+  timed(
+      s,
+      [&] {
+        probs(o);
+        fuse::eval(o.att, fuse::batch_matmul(o.p, o.v));
+      },
+      2);
 }
 
 void shapes(benchmark::internal::Benchmark* b) { b->Args({96, 384})->Args({12, 128})->Unit(benchmark::kMillisecond); }
