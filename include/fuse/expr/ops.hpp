@@ -33,6 +33,7 @@
 
 #include "fuse/core/dtype.hpp"
 #include "fuse/core/error.hpp"
+#include "fuse/core/limits.hpp"
 #include "fuse/expr/convert.hpp"
 #include "fuse/expr/lanes.hpp"
 #include "fuse/math/math.hpp"
@@ -694,7 +695,7 @@ struct isinf : classify_rule, unary_op {
   static constexpr const char* name = "isinf";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V x) const {
-    return lanes<V>::eq(lanes<V>::abs(x), lanes<V>::splat(std::numeric_limits<lane_t<V>>::infinity()));
+    return lanes<V>::eq(lanes<V>::abs(x), lanes<V>::splat(infinity_of<lane_t<V>>()));
   }
   bool reference(double x) const { return std::isinf(x); }
 };
@@ -703,7 +704,7 @@ struct isfinite : classify_rule, unary_op {
   static constexpr const char* name = "isfinite";
   template <class M, class V>
   FUSE_HD FUSE_FORCE_INLINE mask_t<V> apply(V x) const {
-    return lanes<V>::lt(lanes<V>::abs(x), lanes<V>::splat(std::numeric_limits<lane_t<V>>::infinity()));
+    return lanes<V>::lt(lanes<V>::abs(x), lanes<V>::splat(infinity_of<lane_t<V>>()));
   }
   bool reference(double x) const { return std::isfinite(x); }
 };
