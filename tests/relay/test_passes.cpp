@@ -1,7 +1,7 @@
 // The printer and the graph passes: parse(print(m)) equals m for every corpus file and seed
 // program, each pass turns seed 001's "before" program into its "after" program, the
 // interpreter gives the same results before and after each pass on random inputs, and
-// hand-written edge cases (nothing to do, nesting, sharing, tuples, 100k-long chains).
+// hand-written edge cases (nothing to do, nesting, sharing, tuples, long chains on a small stack).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -31,6 +31,7 @@
 #include "relay/programs.hpp"
 #include "relay/seed_programs.hpp"
 #include "support/random.hpp"
+#include "support/small_stack.hpp"
 
 using namespace fuse::relay;
 namespace relay = fuse::relay;
@@ -297,15 +298,13 @@ TEST_CASE("printer: round trip of every corpus file and seed program") {
   MESSAGE("round trips: " << corpus << " corpus files, " << seeds << " seed programs");
 }
 
-TEST_CASE("printer: a long binding chain (100k; 50k under ASan) prints and re-parses") {
-  std::string text = "def @main(%x: Tensor[(2), float32]) {\n  %0 = add(%x, %x);\n";
-  const int n = fuse::test::long_chain;
-  for (int i = 1; i < n; ++i) text += "  %" + std::to_string(i) + " = add(%" + std::to_string(i - 1) + ", %x);\n";
-  text += "  %" + std::to_string(n - 1) + "\n}\n";
-  module m = parse("chain", text);
-  const std::string printed = print(m);
-  const module back = parse("chain2", printed);
-  CHECK(structurally_equal(m, back));
+TEST_CASE("printer: a long binding chain prints and re-parses on a small stack") {
+  fuse::test::on_small_stack([&] {
+    module m = parse("chain", fuse::test::add_chain_program());
+    const std::string printed = print(m);
+    const module back = parse("chain2", printed);
+    CHECK(structurally_equal(m, back));
+  });
 }
 
 // ---- structural equality ------------------------------------------------------------------------
@@ -635,20 +634,22 @@ TEST_CASE("eliminate_dead_code: unused lets, chains of them, nested, nothing to 
   CHECK(structurally_equal(n, parse("b", live)));
 }
 
-TEST_CASE("eliminate_dead_code: a long let chain (100k; 50k under ASan) with the dead ones interleaved") {
-  std::string text = "def @main(%x: float32) {\n  let %v0 = exp(%x);\n";
-  const int n = fuse::test::long_chain;
-  for (int i = 1; i < n; ++i) {
-    // Odd lets are dead: nothing reads them.
-    const int src = i % 2 == 0 ? i - 2 : i - 1;
-    text += "  let %v" + std::to_string(i) + " = add(%v" + std::to_string(std::max(src, 0)) + ", %x);\n";
-  }
-  text += "  %v" + std::to_string(n - 2) + "\n}\n";
-  module m = parse("chain", text);
-  eliminate_dead_code(m);
-  CHECK(count_kind(m, expr_kind::let) == static_cast<std::size_t>(n / 2));
-  const std::string printed = print(m);
-  CHECK(structurally_equal(m, parse("p", printed)));
+TEST_CASE("eliminate_dead_code: a long let chain with the dead ones interleaved, on a small stack") {
+  fuse::test::on_small_stack([&] {
+    std::string text = "def @main(%x: float32) {\n  let %v0 = exp(%x);\n";
+    const int n = fuse::test::long_chain;
+    for (int i = 1; i < n; ++i) {
+      // Odd lets are dead: nothing reads them.
+      const int src = i % 2 == 0 ? i - 2 : i - 1;
+      text += "  let %v" + std::to_string(i) + " = add(%v" + std::to_string(std::max(src, 0)) + ", %x);\n";
+    }
+    text += "  %v" + std::to_string(n - 2) + "\n}\n";
+    module m = parse("chain", text);
+    eliminate_dead_code(m);
+    CHECK(count_kind(m, expr_kind::let) == static_cast<std::size_t>(n / 2));
+    const std::string printed = print(m);
+    CHECK(structurally_equal(m, parse("p", printed)));
+  });
 }
 
 // ---- EliminateCommonSubexpr ----------------------------------------------------------------------
@@ -711,29 +712,28 @@ TEST_CASE("eliminate_common_subexpr: calls, defaults, tuples, projections, neste
   CHECK(count_calls(t, "add") == 2);
 }
 
-TEST_CASE("passes: long binding chains (100k; 50k under ASan)") {
-  std::string text = "def @main(%x: Tensor[(2), float32]) {\n  %0 = add(%x, %x);\n";
-  const int n = fuse::test::long_chain;
-  for (int i = 1; i < n; ++i) text += "  %" + std::to_string(i) + " = add(%" + std::to_string(i - 1) + ", %x);\n";
-  text += "  %" + std::to_string(n - 1) + "\n}\n";
-  module m = parse("chain", text);
-  eliminate_common_subexpr(m);
-  eliminate_dead_code(m);
-  simplify_inference(m);
-  fold_constant(m);
-  inline_functions(m);
-  remove_unused_functions(m);
-  CHECK(count_calls(m, "add") == static_cast<std::size_t>(n));
-  // A chain of constants folds to one.
-  std::string c = "def @main() {\n  %0 = add(1f, 1f);\n";
-  for (int i = 1; i < n; ++i) c += "  %" + std::to_string(i) + " = add(%" + std::to_string(i - 1) + ", 1f);\n";
-  c += "  %" + std::to_string(n - 1) + "\n}\n";
-  module k = parse("chain", c);
-  fold_constant(k);
-  REQUIRE(main_body(k)->kind == expr_kind::constant);
-  float v;
-  std::memcpy(&v, main_body(k)->data->bytes.data(), 4);
-  CHECK(v == static_cast<float>(n + 1));
+TEST_CASE("passes: long binding chains on a small stack") {
+  fuse::test::on_small_stack([&] {
+    const int n = fuse::test::long_chain;
+    module m = parse("chain", fuse::test::add_chain_program());
+    eliminate_common_subexpr(m);
+    eliminate_dead_code(m);
+    simplify_inference(m);
+    fold_constant(m);
+    inline_functions(m);
+    remove_unused_functions(m);
+    CHECK(count_calls(m, "add") == static_cast<std::size_t>(n));
+    // A chain of constants folds to one.
+    std::string c = "def @main() {\n  %0 = add(1f, 1f);\n";
+    for (int i = 1; i < n; ++i) c += "  %" + std::to_string(i) + " = add(%" + std::to_string(i - 1) + ", 1f);\n";
+    c += "  %" + std::to_string(n - 1) + "\n}\n";
+    module k = parse("chain", c);
+    fold_constant(k);
+    REQUIRE(main_body(k)->kind == expr_kind::constant);
+    float v;
+    std::memcpy(&v, main_body(k)->data->bytes.data(), 4);
+    CHECK(v == static_cast<float>(n + 1));
+  });
 }
 
 // ---- FoldScaleAxis, CombineParallelDense, stack: shared helpers -----------------------------------

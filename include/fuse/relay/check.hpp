@@ -37,7 +37,8 @@ struct check_options {
   plan_options planning;          ///< how the header is planned (fuse's planner by default)
   /// The executor checked: the CPU's (the header compiled with cxx and flags), or CUDA's (the
   /// .cuh compiled with nvcc and nvcc_flags, run on the GPU when the machine has one, else on
-  /// the host emulator: check_report::ran_on says which).
+  /// the host emulator: check_report::ran_on says which; where the machine has no NVIDIA device
+  /// node, -G is added: the device code, compiled but not run, is not optimized).
   plan_target target = plan_target::cpu;
   std::string nvcc, nvcc_flags;
   /// Runs `command`, a shell command line (the compiler on the driver; then the driver on the work
