@@ -423,52 +423,71 @@ value interpreter::bias_add(const op_call& c, const std::vector<value>& a, const
   return binary(ops::add{}, a[0], b, t);
 }
 
-value interpreter::matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
+namespace {
+
+/// The reference's matrix products: out[p] = A[p] B[p] for `batch` products of m x k by k x n
+/// (an operand with one batch is broadcast), each dot product summed in k order in Acc (double
+/// for floats, int64 for integers). A's rows and B's columns are first copied into contiguous
+/// rows (A when transposed, B when not), so that the inner loop reads memory in order: the same
+/// sums in the same order as walking the operands in place, without a strided read per product
+/// (seed 002's 96 x 384 x 384 x 64 batch_matmuls: the largest part of its check).
+template <class Acc, class Store>
+void reference_products(const std::vector<Acc>& a, const std::vector<Acc>& b, bool a_batched, bool b_batched,
+                        std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb,
+                        Store&& store) {
+  const auto M = static_cast<std::size_t>(m), N = static_cast<std::size_t>(n), K = static_cast<std::size_t>(k);
+  std::vector<Acc> rows(M * K), cols(N * K);
+  for (std::size_t p = 0; p < static_cast<std::size_t>(batch); ++p) {
+    if (p == 0 || a_batched) {
+      const std::size_t base = (a_batched ? p : 0) * M * K;
+      for (std::size_t i = 0; i < M; ++i)
+        for (std::size_t q = 0; q < K; ++q) rows[i * K + q] = a[base + (ta ? q * M + i : i * K + q)];
+    }
+    if (p == 0 || b_batched) {
+      const std::size_t base = (b_batched ? p : 0) * N * K;
+      for (std::size_t j = 0; j < N; ++j)
+        for (std::size_t q = 0; q < K; ++q) cols[j * K + q] = b[base + (tb ? j * K + q : q * N + j)];
+    }
+    for (std::size_t i = 0; i < M; ++i)
+      for (std::size_t j = 0; j < N; ++j) {
+        const Acc* x = rows.data() + i * K;
+        const Acc* y = cols.data() + j * K;
+        Acc sum = 0;
+        for (std::size_t q = 0; q < K; ++q) sum += x[q] * y[q];
+        store((p * M + i) * N + j, sum);
+      }
+  }
+}
+
+}  // namespace
+
+value interpreter::products(const value& a, const value& b, bool a_batched, bool b_batched, std::int64_t batch,
+                            std::int64_t m, std::int64_t k, bool ta, bool tb, const type& t) {
   value r = value::tensor(t.dt, t.shape);
   const std::int64_t n = t.shape.back();
-  const std::int64_t k = ta ? a.shape.front() : a.shape.back();
-  const std::int64_t m = r.count() / std::max<std::int64_t>(n, 1);
-  const bool fl = a.floating();
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t j = 0; j < n; ++j) {
-      double sf = 0;
-      std::int64_t si = 0;
-      for (std::int64_t q = 0; q < k; ++q) {
-        const auto ia = static_cast<std::size_t>(ta ? q * m + i : i * k + q);
-        const auto ib = static_cast<std::size_t>(tb ? j * k + q : q * n + j);
-        if (fl) sf += a.f[ia] * b.f[ib];
-        else si += a.i[ia] * b.i[ib];
-      }
-      const auto o = static_cast<std::size_t>(i * n + j);
-      if (r.floating()) r.f[o] = hold(fl ? sf : static_cast<double>(si), t.dt);
-      else r.i[o] = interp::wrap(si, t.dt);
-    }
+  if (a.floating())
+    reference_products(a.f, b.f, a_batched, b_batched, batch, m, n, k, ta, tb, [&](std::size_t o, double s) {
+      if (r.floating()) r.f[o] = hold(s, t.dt);
+      else r.i[o] = interp::wrap(0, t.dt);
+    });
+  else
+    reference_products(a.i, b.i, a_batched, b_batched, batch, m, n, k, ta, tb, [&](std::size_t o, std::int64_t s) {
+      if (r.floating()) r.f[o] = hold(static_cast<double>(s), t.dt);
+      else r.i[o] = interp::wrap(s, t.dt);
+    });
   return r;
 }
 
+value interpreter::matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
+  const std::int64_t n = t.shape.back(), k = ta ? a.shape.front() : a.shape.back();
+  std::int64_t count = 1;
+  for (std::int64_t d : t.shape) count *= d;
+  return products(a, b, false, false, 1, count / std::max<std::int64_t>(n, 1), k, ta, tb, t);
+}
+
 value interpreter::batch_matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
-  value r = value::tensor(t.dt, t.shape);
-  const std::int64_t batch = t.shape[0], m = t.shape[1], n = t.shape[2];
-  const std::int64_t k = ta ? a.shape[1] : a.shape[2];
-  const bool fl = a.floating();
-  for (std::int64_t p = 0; p < batch; ++p) {
-    const std::int64_t pa = a.shape[0] == 1 ? 0 : p, pb = b.shape[0] == 1 ? 0 : p;
-    for (std::int64_t i = 0; i < m; ++i)
-      for (std::int64_t j = 0; j < n; ++j) {
-        double sf = 0;
-        std::int64_t si = 0;
-        for (std::int64_t q = 0; q < k; ++q) {
-          const auto ia = static_cast<std::size_t>(pa * m * k + (ta ? q * m + i : i * k + q));
-          const auto ib = static_cast<std::size_t>(pb * n * k + (tb ? j * k + q : q * n + j));
-          if (fl) sf += a.f[ia] * b.f[ib];
-          else si += a.i[ia] * b.i[ib];
-        }
-        const auto o = static_cast<std::size_t>((p * m + i) * n + j);
-        if (r.floating()) r.f[o] = hold(fl ? sf : static_cast<double>(si), t.dt);
-        else r.i[o] = interp::wrap(si, t.dt);
-      }
-  }
-  return r;
+  return products(a, b, a.shape[0] != 1, b.shape[0] != 1, t.shape[0], t.shape[1], ta ? a.shape[1] : a.shape[2], ta, tb,
+                  t);
 }
 
 template <class F>
