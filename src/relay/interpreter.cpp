@@ -468,7 +468,7 @@ value interpreter::products(const value& a, const value& b, bool a_batched, bool
   if (a.floating())
     reference_products(a.f, b.f, a_batched, b_batched, batch, m, n, k, ta, tb, [&](std::size_t o, double s) {
       if (r.floating()) r.f[o] = hold(s, t.dt);
-      else r.i[o] = interp::wrap(0, t.dt);
+      else r.i[o] = interp::wrap(0, t.dt);  // (the type relations give float operands a float result)
     });
   else
     reference_products(a.i, b.i, a_batched, b_batched, batch, m, n, k, ta, tb, [&](std::size_t o, std::int64_t s) {
