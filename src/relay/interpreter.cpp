@@ -459,35 +459,38 @@ void reference_products(const std::vector<Acc>& a, const std::vector<Acc>& b, bo
   }
 }
 
-}  // namespace
-
-value interpreter::products(const value& a, const value& b, bool a_batched, bool b_batched, std::int64_t batch,
-                            std::int64_t m, std::int64_t k, bool ta, bool tb, const type& t) {
+/// `batch` products of m x k by k x n (n: t's last extent) into a value of type t, held in t's
+/// dtype as interp::hold does with `round_float32`; an operand not batched is read for every
+/// product.
+value products(const value& a, const value& b, bool a_batched, bool b_batched, std::int64_t batch, std::int64_t m,
+               std::int64_t k, bool ta, bool tb, const type& t, bool round_float32) {
   value r = value::tensor(t.dt, t.shape);
   const std::int64_t n = t.shape.back();
   if (a.floating())
     reference_products(a.f, b.f, a_batched, b_batched, batch, m, n, k, ta, tb, [&](std::size_t o, double s) {
-      if (r.floating()) r.f[o] = hold(s, t.dt);
+      if (r.floating()) r.f[o] = interp::hold(s, t.dt, round_float32);
       else r.i[o] = interp::wrap(0, t.dt);  // (the type relations give float operands a float result)
     });
   else
     reference_products(a.i, b.i, a_batched, b_batched, batch, m, n, k, ta, tb, [&](std::size_t o, std::int64_t s) {
-      if (r.floating()) r.f[o] = hold(static_cast<double>(s), t.dt);
+      if (r.floating()) r.f[o] = interp::hold(static_cast<double>(s), t.dt, round_float32);
       else r.i[o] = interp::wrap(s, t.dt);
     });
   return r;
 }
 
+}  // namespace
+
 value interpreter::matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
   const std::int64_t n = t.shape.back(), k = ta ? a.shape.front() : a.shape.back();
   std::int64_t count = 1;
   for (std::int64_t d : t.shape) count *= d;
-  return products(a, b, false, false, 1, count / std::max<std::int64_t>(n, 1), k, ta, tb, t);
+  return products(a, b, false, false, 1, count / std::max<std::int64_t>(n, 1), k, ta, tb, t, round_float32_);
 }
 
 value interpreter::batch_matmul(const value& a, const value& b, bool ta, bool tb, const type& t) {
   return products(a, b, a.shape[0] != 1, b.shape[0] != 1, t.shape[0], t.shape[1], ta ? a.shape[1] : a.shape[2], ta, tb,
-                  t);
+                  t, round_float32_);
 }
 
 template <class F>

@@ -219,39 +219,29 @@ inline constexpr bool float_op_of_arity =
     Op::arity == Arity && (Op::kind == fuse::ops::rule_kind::numeric || Op::kind == fuse::ops::rule_kind::floating ||
                            Op::kind == fuse::ops::rule_kind::classify);
 
-template <class M, class... Op>
-std::size_t check_table_unary(fuse::ops::op_list<Op...>, const std::vector<float>& x) {
-  std::size_t checked = 0;
+/// Calls f.template operator()<Op>() for each such op of the list; returns how many.
+template <int Arity, class F, class... Op>
+std::size_t for_each_float_op(fuse::ops::op_list<Op...>, F&& f) {
+  std::size_t count = 0;
   (
       [&] {
-        if constexpr (float_op_of_arity<Op, 1>) {
-          check_unary<M, Op>(x);
-          ++checked;
+        if constexpr (float_op_of_arity<Op, Arity>) {
+          f.template operator()<Op>();
+          ++count;
         }
       }(),
       ...);
-  return checked;
-}
-template <class M, class... Op>
-std::size_t check_table_binary(fuse::ops::op_list<Op...>, const std::vector<float>& a, const std::vector<float>& b) {
-  std::size_t checked = 0;
-  (
-      [&] {
-        if constexpr (float_op_of_arity<Op, 2>) {
-          check_binary<M, Op>(a, b);
-          ++checked;
-        }
-      }(),
-      ...);
-  return checked;
+  return count;
 }
 
 }  // namespace
 
 TEST_CASE("cuda: every unary float op's scalar code is bit-identical on the GPU and the CPU") {
   const auto x = test_floats(std::size_t{1} << 22, 1);
-  const std::size_t accurate = check_table_unary<fuse::accurate_math_t>(fuse::ops::relay_elementwise{}, x);
-  const std::size_t fast = check_table_unary<fuse::fast_math_t>(fuse::ops::relay_elementwise{}, x);
+  const fuse::ops::relay_elementwise table;
+  const std::size_t accurate =
+      for_each_float_op<1>(table, [&]<class Op> { check_unary<fuse::accurate_math_t, Op>(x); });
+  const std::size_t fast = for_each_float_op<1>(table, [&]<class Op> { check_unary<fuse::fast_math_t, Op>(x); });
   CHECK(accurate == fast);
   CHECK(accurate >= 38);  // the table's unary float ops (exp ... atanh, isnan, fast_exp, gelu, ...)
   MESSAGE(accurate << " unary ops, accurate and fast math");
@@ -259,7 +249,8 @@ TEST_CASE("cuda: every unary float op's scalar code is bit-identical on the GPU 
 
 TEST_CASE("cuda: every binary float op's scalar code is bit-identical on the GPU and the CPU") {
   const auto a = test_floats(std::size_t{1} << 21, 2), b = test_floats(std::size_t{1} << 21, 3);
-  const std::size_t checked = check_table_binary<fuse::accurate_math_t>(fuse::ops::relay_elementwise{}, a, b);
+  const std::size_t checked = for_each_float_op<2>(fuse::ops::relay_elementwise{},
+                                                   [&]<class Op> { check_binary<fuse::accurate_math_t, Op>(a, b); });
   CHECK(checked >= 12);  // add ... minimum, floor_divide, floor_mod, trunc_divide, trunc_mod, prelu
   MESSAGE(checked << " binary ops");
 }

@@ -18,19 +18,15 @@
 
 namespace fuse::test {
 
-/// The length of the long-chain tests (bindings, lets, nesting in comments), which run on a
-/// 256 KiB stack (support/small_stack.hpp): a recursion per element would overflow it, and a
-/// quadratic pass would not finish. (They ran 100k long on the 8 MB main stack, 50k under ASan,
-/// about 160 of test_relay's 300 sanitized seconds.)
-inline constexpr int long_chain = small_stack_chain;
-
-/// `long_chain` bindings `%i = add(%i-1, %x)` from `%0 = add(%x, %x)`, the last returned; `param`
-/// is @main's parameter as written.
+/// `small_stack_chain` bindings `%i = add(%i-1, %x)` from `%0 = add(%x, %x)`, the last returned
+/// (the long-chain tests, run on a small stack: support/small_stack.hpp); `param` is @main's
+/// parameter as written. (They ran 100k long on the 8 MB main stack, 50k under ASan: about 160
+/// of test_relay's 300 sanitized seconds.)
 inline std::string add_chain_program(const std::string& param = "%x: Tensor[(2), float32]") {
   std::string text = "def @main(" + param + ") {\n  %0 = add(%x, %x);\n";
-  for (int i = 1; i < long_chain; ++i)
+  for (int i = 1; i < small_stack_chain; ++i)
     text += "  %" + std::to_string(i) + " = add(%" + std::to_string(i - 1) + ", %x);\n";
-  return text + "  %" + std::to_string(long_chain - 1) + "\n}\n";
+  return text + "  %" + std::to_string(small_stack_chain - 1) + "\n}\n";
 }
 
 /// `text` parsed (as test.relay) and type-checked.

@@ -588,7 +588,7 @@ TEST_CASE("parser: nesting is bounded, long chains are not (on a small stack)") 
     for (int i = 0; i < n; ++i) s += close;
     return s;
   };
-  for (int n : {fuse::test::long_chain, 600}) {
+  for (int n : {fuse::test::small_stack_chain, 600}) {
     CAPTURE(n);
     CHECK(parse_error("def @main(%x) { " + nested(n, "(", "%x", ")") + " }").message() ==
           "nesting deeper than 500 levels");
@@ -610,10 +610,10 @@ TEST_CASE("parser: nesting is bounded, long chains are not (on a small stack)") 
   CHECK(main_body(ok)->callee->name == "f");
   fuse::test::on_small_stack([&] {
     // Comments nest to any depth without recursion.
-    CHECK(parse("a", nested(fuse::test::long_chain, "/*", "", "*/") + "def @main() { 1 }").defs.size() == 1);
+    CHECK(parse("a", nested(fuse::test::small_stack_chain, "/*", "", "*/") + "def @main() { 1 }").defs.size() == 1);
 
     // Long chains of bindings, lets and a sum: constant stack depth.
-    const int n = fuse::test::long_chain;
+    const int n = fuse::test::small_stack_chain;
     const module big = parse("big", fuse::test::add_chain_program("%x"));
     const expr* e = main_body(big);
     int length = 0;

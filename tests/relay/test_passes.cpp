@@ -637,7 +637,7 @@ TEST_CASE("eliminate_dead_code: unused lets, chains of them, nested, nothing to 
 TEST_CASE("eliminate_dead_code: a long let chain with the dead ones interleaved, on a small stack") {
   fuse::test::on_small_stack([&] {
     std::string text = "def @main(%x: float32) {\n  let %v0 = exp(%x);\n";
-    const int n = fuse::test::long_chain;
+    const int n = fuse::test::small_stack_chain;
     for (int i = 1; i < n; ++i) {
       // Odd lets are dead: nothing reads them.
       const int src = i % 2 == 0 ? i - 2 : i - 1;
@@ -714,7 +714,7 @@ TEST_CASE("eliminate_common_subexpr: calls, defaults, tuples, projections, neste
 
 TEST_CASE("passes: long binding chains on a small stack") {
   fuse::test::on_small_stack([&] {
-    const int n = fuse::test::long_chain;
+    const int n = fuse::test::small_stack_chain;
     module m = parse("chain", fuse::test::add_chain_program());
     eliminate_common_subexpr(m);
     eliminate_dead_code(m);

@@ -147,10 +147,6 @@ class interpreter {
   value matmul(const value& a, const value& b, bool ta, bool tb, const type& t);
 
   value batch_matmul(const value& a, const value& b, bool ta, bool tb, const type& t);
-  /// `batch` products of m x k by k x n (n: t's last extent) into a value of type t; an operand
-  /// not batched is read for every product.
-  value products(const value& a, const value& b, bool a_batched, bool b_batched, std::int64_t batch, std::int64_t m,
-                 std::int64_t k, bool ta, bool tb, const type& t);
 
   /// out[idx] = in[map(idx)] for a view given as a function from output to input offset.
   template <class F>
