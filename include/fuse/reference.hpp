@@ -14,7 +14,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
+#include <map>
 #include <type_traits>
 #include <vector>
 
@@ -89,8 +91,43 @@ ref_t<To> cast_ref(ref_t<From> v) {
   }
 }
 
+/// What one fuse::reference call computes once, keyed by node and coordinates: the rows of its
+/// row nodes (softmax, log_softmax, layer_norm: a row's values and statistics) and the elements
+/// of its reductions. Element by element, every element of a row node would otherwise recompute
+/// its whole row, and every element that reads a reduction through a broadcast (x - mean(x))
+/// the whole reduction: quadratic in the row's length (test_cuda_emulated's softmax rows of 3001:
+/// most of that suite's time). The tree and its operands do not change during one call.
+struct memo {
+  /// A node is its address and its type: a node and its first member (a reduction of a
+  /// reduction) share an address, never a type.
+  struct key {
+    const void* node;
+    const void* type;
+    std::vector<index_t> x;
+    bool operator<(const key& o) const {
+      if (node != o.node) return std::less<>{}(node, o.node);
+      if (type != o.type) return std::less<>{}(type, o.type);
+      return x < o.x;
+    }
+  };
+  /// A row's values and two statistics (softmax: max and sum of exponentials; layer_norm: mean
+  /// and variance), and whether a value is NaN.
+  struct row {
+    std::vector<double> v;
+    double a = 0, b = 0;
+    bool nan = false;
+  };
+  std::map<key, row> rows;
+  std::map<key, double> floats;  // reductions of floating dtype
+  std::map<key, std::int64_t> ints;
+};
+
+/// One address per node type: the type half of a memo key.
 template <class E>
-ref_t<typename E::value_type> at(const E& e, const index_t* x);
+inline constexpr char type_tag = 0;
+
+template <class E>
+ref_t<typename E::value_type> at(const E& e, const index_t* x, memo& m);
 
 template <std::size_t R>
 index_t linear(const index_array<R>& ext, const index_t* x) {
@@ -129,7 +166,7 @@ void broadcast_coords(const index_array<F>& from, const index_t* x, index_t* y) 
 }
 
 template <class E>
-auto map_at(const E& e, const index_t* x) {
+auto map_at(const E& e, const index_t* x, memo& m) {
   using T = typename E::value_type;
   constexpr std::size_t R = E::rank;
   return [&]<std::size_t... I>(std::index_sequence<I...>) -> ref_t<T> {
@@ -137,7 +174,7 @@ auto map_at(const E& e, const index_t* x) {
       using C = std::remove_cvref_t<decltype(c)>;
       index_t y[C::rank > 0 ? C::rank : 1];
       broadcast_coords<C::rank, R>(c.shape().array(), x, y);
-      return at(c, y);
+      return at(c, y, m);
     };
     using Op = typename E::op_type;
     if constexpr (ops::is_cast<Op>) {
@@ -153,7 +190,7 @@ auto map_at(const E& e, const index_t* x) {
 }
 
 template <reduce_kind K, class C, std::size_t R>
-ref_t<typename C::value_type> reduce_at(const reduce_expr<K, C, R>& e, const index_t* x) {
+ref_t<typename C::value_type> reduce_at(const reduce_expr<K, C, R>& e, const index_t* x, memo& m) {
   using T = typename C::value_type;
   constexpr std::size_t Rc = C::rank;
   const auto ext = e.child.shape().array();
@@ -179,7 +216,7 @@ ref_t<typename C::value_type> reduce_at(const reduce_expr<K, C, R>& e, const ind
   for_all(sub, [&](const index_t* y) {
     index_t c[Rc > 0 ? Rc : 1];
     for (std::size_t d = 0; d < Rc; ++d) c[d] = e.reduced[d] ? y[d] : base[d];
-    const auto v = at(e.child, c);
+    const auto v = at(e.child, c, m);
     ++count;
     if constexpr (is_floating_dtype<T>) {
       if (K == reduce_kind::sum || K == reduce_kind::mean) acc += v;
@@ -220,7 +257,7 @@ ref_t<typename C::value_type> reduce_at(const reduce_expr<K, C, R>& e, const ind
 
 /// The values of the row through x along `axis` of expression c.
 template <class C>
-std::vector<double> row_values(const C& c, const index_t* x, index_t axis) {
+std::vector<double> row_values(const C& c, const index_t* x, index_t axis, memo& m) {
   constexpr std::size_t R = C::rank;
   const index_t n = c.shape()[static_cast<std::size_t>(axis)];
   std::vector<double> v(static_cast<std::size_t>(n));
@@ -228,9 +265,20 @@ std::vector<double> row_values(const C& c, const index_t* x, index_t axis) {
   for (std::size_t d = 0; d < R; ++d) y[d] = x[d];
   for (index_t j = 0; j < n; ++j) {
     y[axis] = j;
-    v[static_cast<std::size_t>(j)] = static_cast<double>(at(c, y));
+    v[static_cast<std::size_t>(j)] = static_cast<double>(at(c, y, m));
   }
   return v;
+}
+
+/// The row of row node e through x along `axis`, from the memo or made by `make` (a memo::row)
+/// and kept there.
+template <class E, class F>
+const memo::row& row_of(const E& e, const index_t* x, index_t axis, memo& m, F&& make) {
+  memo::key k{&e, &type_tag<E>, std::vector<index_t>(x, x + E::rank)};
+  k.x[static_cast<std::size_t>(axis)] = 0;
+  auto it = m.rows.find(k);
+  if (it == m.rows.end()) it = m.rows.emplace(std::move(k), make()).first;
+  return it->second;
 }
 
 /// A stored value of dtype T as the reference computes with it.
@@ -245,7 +293,7 @@ ref_t<T> ref_value(T v) {
 /// bfloat16 operands read as their exact values, the sum rounded once to a 16-bit result dtype,
 /// kept in double for float32) or int64 wrapped to the result dtype (integers).
 template <contract_kind K, class A, class B, class Out, std::size_t R>
-ref_t<Out> contract_at(const contract_expr<K, A, B, Out, R>& e, const index_t* x) {
+ref_t<Out> contract_at(const contract_expr<K, A, B, Out, R>& e, const index_t* x, memo& m) {
   index_t ya[A::rank > 0 ? A::rank : 1] = {};
   index_t yb[2 + (K == contract_kind::batch_matmul)] = {};
   index_t ka = 0, kb = 0;  // where k goes in ya and yb
@@ -272,8 +320,8 @@ ref_t<Out> contract_at(const contract_expr<K, A, B, Out, R>& e, const index_t* x
   for (index_t k = 0; k < e.k; ++k) {
     ya[ka] = k;
     yb[kb] = k;
-    const auto va = at(e.a, ya);
-    const auto vb = at(e.b, yb);
+    const auto va = at(e.a, ya, m);
+    const auto vb = at(e.b, yb, m);
     if constexpr (is_floating_dtype<Out>) fs += static_cast<double>(va) * static_cast<double>(vb);
     else is += static_cast<std::int64_t>(va) * static_cast<std::int64_t>(vb);
   }
@@ -282,7 +330,7 @@ ref_t<Out> contract_at(const contract_expr<K, A, B, Out, R>& e, const index_t* x
 }
 
 template <class E>
-ref_t<typename E::value_type> at(const E& e, const index_t* x) {
+ref_t<typename E::value_type> at(const E& e, const index_t* x, memo& m) {
   using T = typename E::value_type;
   constexpr node_kind K = kind_of<E>;  // one branch per node kind (fuse/expr/node.hpp)
   if constexpr (K == node_kind::leaf) {
@@ -292,18 +340,18 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
   } else if constexpr (K == node_kind::constant) {
     return ref_value<T>(e.value);
   } else if constexpr (K == node_kind::elementwise) {
-    return map_at(e, x);
+    return map_at(e, x, m);
   } else if constexpr (K == node_kind::affine_view) {
     using C = typename E::child_type;
     index_t y[C::rank > 0 ? C::rank : 1];
     for (std::size_t d = 0; d < C::rank; ++d)
       y[d] = e.map.offset[d] + (e.map.src[d] >= 0 ? e.map.scale[d] * x[e.map.src[d]] : 0);
-    return at(e.child, y);
+    return at(e.child, y, m);
   } else if constexpr (K == node_kind::reshape_view) {
     using C = typename E::child_type;
     index_t y[C::rank > 0 ? C::rank : 1];
     delinear(e.child.shape().array(), linear(e.shape().array(), x), y);
-    return at(e.child, y);
+    return at(e.child, y, m);
   } else if constexpr (K == node_kind::concatenate) {
     const auto a = static_cast<std::size_t>(e.axis);
     ref_t<T> r{};
@@ -314,7 +362,7 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
         index_t y[E::rank];
         for (std::size_t d = 0; d < E::rank; ++d) y[d] = x[d];
         y[a] -= lo;
-        r = at(c, y);
+        r = at(c, y, m);
         done = true;
       };
       (try_child(fuse::get<I>(e.parts), e.offsets[I], e.offsets[I + 1]), ...);
@@ -326,7 +374,7 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
     const auto a = static_cast<std::size_t>(e.axis);
     index_t iy[I::rank > 0 ? I::rank : 1];
     for (std::size_t d = 0; d < I::rank; ++d) iy[d] = x[a + d];
-    std::int64_t i = static_cast<std::int64_t>(at(e.indices, iy));
+    std::int64_t i = static_cast<std::int64_t>(at(e.indices, iy, m));
     const index_t n = e.data.shape()[a];
     if (e.mode == take_mode::wrap) i = ((i % n) + n) % n;
     else i = i < 0 ? 0 : (i >= n ? n - 1 : i);
@@ -334,42 +382,55 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x) {
     for (std::size_t d = 0; d < a; ++d) y[d] = x[d];
     y[a] = i;
     for (std::size_t d = a + 1; d < D::rank; ++d) y[d] = x[d - 1 + I::rank];
-    return at(e.data, y);
+    return at(e.data, y, m);
   } else if constexpr (K == node_kind::contraction) {
-    return contract_at(e, x);
+    return contract_at(e, x, m);
   } else if constexpr (K == node_kind::packed_weights) {
     return ref_value<T>(e.element(x[0], x[1]));
   } else if constexpr (K == node_kind::reduction) {
-    return reduce_at(e, x);
+    memo::key k{&e, &type_tag<E>, std::vector<index_t>(x, x + E::rank)};
+    if constexpr (is_floating_dtype<T>) {
+      auto it = m.floats.find(k);
+      if (it == m.floats.end()) it = m.floats.emplace(std::move(k), reduce_at(e, x, m)).first;
+      return it->second;
+    } else {
+      auto it = m.ints.find(k);
+      if (it == m.ints.end()) it = m.ints.emplace(std::move(k), static_cast<std::int64_t>(reduce_at(e, x, m))).first;
+      return static_cast<ref_t<T>>(it->second);
+    }
   } else if constexpr (K == node_kind::layer_norm) {
-    const auto v = row_values(e.x, x, e.axis);
-    double mean = 0, var = 0;
-    for (double t : v) mean += t;
-    mean /= static_cast<double>(v.size());
-    for (double t : v) var += (t - mean) * (t - mean);
-    var /= static_cast<double>(v.size());
+    const memo::row& r = row_of(e, x, e.axis, m, [&] {
+      memo::row n{row_values(e.x, x, e.axis, m)};
+      for (double t : n.v) n.a += t;
+      n.a /= static_cast<double>(n.v.size());
+      for (double t : n.v) n.b += (t - n.a) * (t - n.a);
+      n.b /= static_cast<double>(n.v.size());
+      return n;
+    });
     const index_t j = x[e.axis];
     const index_t g[1] = {j};
     double y =
-        (v[static_cast<std::size_t>(j)] - mean) / std::sqrt(var + static_cast<double>(static_cast<float>(e.epsilon)));
-    if (e.scale) y *= static_cast<double>(at(e.gamma, g));
-    if (e.center) y += static_cast<double>(at(e.beta, g));
+        (r.v[static_cast<std::size_t>(j)] - r.a) / std::sqrt(r.b + static_cast<double>(static_cast<float>(e.epsilon)));
+    if (e.scale) y *= static_cast<double>(at(e.gamma, g, m));
+    if (e.center) y += static_cast<double>(at(e.beta, g, m));
     return round_to<T>(y);
   } else {
     static_assert(K == node_kind::softmax, "fuse::reference: a node kind without a reference");
-    const auto v = row_values(e.child, x, e.axis);
-    double m = -std::numeric_limits<double>::infinity();
-    bool nan = false;
-    for (double t : v) {
-      nan = nan || std::isnan(t);
-      m = t > m ? t : m;
-    }
-    if (nan) return std::numeric_limits<double>::quiet_NaN();
-    double s = 0;
-    for (double t : v) s += std::exp(t - m);
-    const double xv = v[static_cast<std::size_t>(x[e.axis])];
-    if constexpr (E::kind == row_op_kind::softmax) return round_to<T>(std::exp(xv - m) / s);
-    else return round_to<T>(xv - m - std::log(s));
+    // a: the row's maximum; b: the sum of exp(v - a).
+    const memo::row& r = row_of(e, x, e.axis, m, [&] {
+      memo::row n{row_values(e.child, x, e.axis, m)};
+      n.a = -std::numeric_limits<double>::infinity();
+      for (double t : n.v) {
+        n.nan = n.nan || std::isnan(t);
+        n.a = t > n.a ? t : n.a;
+      }
+      for (double t : n.v) n.b += std::exp(t - n.a);
+      return n;
+    });
+    if (r.nan) return std::numeric_limits<double>::quiet_NaN();
+    const double xv = r.v[static_cast<std::size_t>(x[e.axis])];
+    if constexpr (E::kind == row_op_kind::softmax) return round_to<T>(std::exp(xv - r.a) / r.b);
+    else return round_to<T>(xv - r.a - std::log(r.b));
   }
 }
 
@@ -384,13 +445,14 @@ auto reference(Expr&& expr_) {
   using T = typename E::value_type;
   constexpr std::size_t R = E::rank;
   tensor<ref_t<T>, static_cast<int>(R)> out(e.shape().array());
+  reference_detail::memo m;
   if constexpr (R == 0) {
-    *out.data() = reference_detail::at(e, nullptr);
+    *out.data() = reference_detail::at(e, nullptr, m);
   } else {
     reference_detail::for_all(out.shape().array(), [&](const index_t* x) {
       index_array<R> idx{};
       for (std::size_t d = 0; d < R; ++d) idx[d] = x[d];
-      out[idx] = reference_detail::at(e, x);
+      out[idx] = reference_detail::at(e, x, m);
     });
   }
   return out;

@@ -70,8 +70,8 @@ tensor<T, static_cast<int>(E::rank)> run_rows(const E& e, const char* kernel = "
   return first;
 }
 
-/// run_rows against the double reference of e, or of `same` (the same function, where e's own
-/// reference, which recomputes nested reductions per element, would take cubic time).
+/// run_rows against the double reference of e, or of `same` (the same function in another form:
+/// a decomposed layer norm against the fused node's reference).
 template <class E, class F = E>
 void check_rows(const E& e, tolerance tol, double ulps, const char* what, const char* kernel = "row",
                 const F* same = nullptr) {
