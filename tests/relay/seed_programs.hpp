@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace fuse::test {
@@ -68,6 +69,24 @@ inline std::string restore_ty_comments(std::string s) {
     p = close + 3;
   }
   return s;
+}
+
+/// Every program embedded in seeds 000 and 001 under `dir`, named SEED_K (001's with their
+/// ty= comments restored); none when the directory does not exist.
+inline std::vector<std::pair<std::string, std::string>> seed_programs_000_001(const std::filesystem::path& dir) {
+  std::vector<std::pair<std::string, std::string>> programs;
+  if (!std::filesystem::exists(dir)) return programs;
+  for (const char* seed : {"000", "001"})
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string file = entry.path().filename().string();
+      if (!file.starts_with(seed)) continue;
+      std::string text = read_file(entry.path());
+      if (file.starts_with("001")) text = restore_ty_comments(text);
+      int k = 0;
+      for (const std::string& program : embedded_programs(text))
+        programs.emplace_back(std::string(seed) + "_" + std::to_string(k++), program);
+    }
+  return programs;
 }
 
 /// The first seed's cell, dense -> split -> sigmoid/tanh/exp -> multiply/add, as the test

@@ -605,18 +605,7 @@ TEST_CASE("fuse-relay check over the seeds' programs: each passes or names what 
     return;
   }
   // Seeds 000 and 001: every embedded program in one call (one driver, one compile).
-  std::vector<std::pair<std::string, std::string>> programs;
-  for (const char* seed : {"000", "001"}) {
-    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-      const std::string file = entry.path().filename().string();
-      if (!file.starts_with(seed)) continue;
-      std::string text = fuse::test::read_file(entry.path());
-      if (file.starts_with("001")) text = fuse::test::restore_ty_comments(text);
-      int k = 0;
-      for (const std::string& program : fuse::test::embedded_programs(text))
-        programs.emplace_back(std::string(seed) + "_" + std::to_string(k++), program);
-    }
-  }
+  const std::vector<std::pair<std::string, std::string>> programs = fuse::test::seed_programs_000_001(dir);
   const fuse::test::checked_batch b = fuse::test::check_programs("seeds", programs);
   std::string table = "| program | kernels (fuse) | kernels (tvm rules) | max error |\n|---|---:|---:|---|\n";
   int passed = 0, refused = 0;
