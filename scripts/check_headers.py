@@ -134,7 +134,7 @@ def reaches_xsimd(hs):
 
     def visit(h):
         if h not in reach:
-            reach[h] = h in direct
+            reach[h] = h in direct  # meanwhile, so that a cycle ends (check_rules reports it)
             reach[h] = h in direct or any(visit(i) for i in graph.get(h, []) if i in graph)
         return reach[h]
 

@@ -10,6 +10,8 @@
 // the reference of a float32 tree is the tree computed exactly in double.
 //
 // Slow on purpose (no vectors, recursion per element): for tests and for checking generated code.
+// Within one call it computes each row of a row node and each element of a reduction once (a
+// memo), so a softmax or x - mean(x) costs what the row costs, not the row's length squared.
 #pragma once
 
 #include <cmath>
