@@ -75,9 +75,8 @@ def room(h):
     return parts[1] if len(parts) > 2 else None
 
 
-def check_rules(hs):
+def check_rules(graph):
     errors = []
-    graph = {h: includes_of(h) for h in hs}
     for h, incs in graph.items():
         for i in incs:
             if i not in graph:
@@ -122,9 +121,9 @@ def check_rules(hs):
 XSIMD_RE = re.compile(r'^\s*#\s*include\s*<xsimd/', re.M)
 
 
-def reaches_xsimd(hs):
-    """The headers that include xsimd, directly or through other fuse headers."""
-    graph = {h: includes_of(h) for h in hs}
+def reaches_xsimd(hs, graph):
+    """The headers that include xsimd, directly or through other fuse headers (graph: each
+    header's fuse includes)."""
     direct = set()
     for h in hs:
         with open(os.path.join(INCLUDE, h), encoding='utf-8') as f:
@@ -141,7 +140,7 @@ def reaches_xsimd(hs):
     return {h for h in hs if visit(h)}
 
 
-def compile_alone(hs, cxx, flags):
+def compile_alone(hs, graph, cxx, flags):
     errors = []
     with tempfile.TemporaryDirectory() as tmp:
         # xsimd is most of the parse of a header that reaches it (2.4 of 2.6 s for cpu/eval.hpp):
@@ -153,7 +152,7 @@ def compile_alone(hs, cxx, flags):
             f.write('#include <xsimd/xsimd.hpp>\n')
         pch = subprocess.run([cxx, '-x', 'c++-header'] + flags + [prelude, '-o', prelude + '.gch'],
                              capture_output=True, text=True)
-        with_xsimd = reaches_xsimd(hs) if pch.returncode == 0 else set()
+        with_xsimd = reaches_xsimd(hs, graph) if pch.returncode == 0 else set()
 
         def one(h):
             src = os.path.join(tmp, h.replace('/', '_') + '.cpp')
@@ -173,12 +172,13 @@ def compile_alone(hs, cxx, flags):
 
 def main(argv):
     hs = headers()
-    errors = check_rules(hs)
+    graph = {h: includes_of(h) for h in hs}  # each header's fuse includes
+    errors = check_rules(graph)
     if '--compile' in argv:
         i = argv.index('--compile')
         cxx = argv[i + 1]
         flags = argv[argv.index('--') + 1:] if '--' in argv else []
-        errors += compile_alone(hs, cxx, flags)
+        errors += compile_alone(hs, graph, cxx, flags)
         what = f'{len(hs)} headers: include rules, no cycle, each compiles alone'
     else:
         what = f'{len(hs)} headers: include rules, no cycle'

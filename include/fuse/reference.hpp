@@ -448,13 +448,18 @@ auto reference(Expr&& expr_) {
   constexpr std::size_t R = E::rank;
   tensor<ref_t<T>, static_cast<int>(R)> out(e.shape().array());
   reference_detail::memo m;
+  // A reduction at the root: each element is computed once anyway, so it skips the memo.
+  const auto root = [&](const index_t* x) {
+    if constexpr (kind_of<E> == node_kind::reduction) return reference_detail::reduce_at(e, x, m);
+    else return reference_detail::at(e, x, m);
+  };
   if constexpr (R == 0) {
-    *out.data() = reference_detail::at(e, nullptr, m);
+    *out.data() = root(nullptr);
   } else {
     reference_detail::for_all(out.shape().array(), [&](const index_t* x) {
       index_array<R> idx{};
       for (std::size_t d = 0; d < R; ++d) idx[d] = x[d];
-      out[idx] = reference_detail::at(e, x, m);
+      out[idx] = root(x);
     });
   }
   return out;
