@@ -495,13 +495,18 @@ def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(1, 1, 3, 3), float32]) 
 TEST_CASE("fuse-relay --planner tvm: the header runs TVM's groups and matches the interpreter") {
   // The seed cell: TVM's {dense} and {split, gates, add}. The LSTM cell: TVM's five groups but
   // the one whose root is split (a tuple: fuse reads its sections as views of the bias_add).
-  for (const auto& [name, text, kernels] : std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"seed_cell_tvm", seed_cell, "2"}, {"lstm_cell_tvm", lstm_cell, "4"}, {"int8_chain_tvm", int8_chain, ""}}) {
+  // All three in one check (one driver, one compile).
+  const fuse::test::checked_batch b = fuse::test::check_programs(
+      "tvm_planner", {{"seed_cell_tvm", seed_cell}, {"lstm_cell_tvm", lstm_cell}, {"int8_chain_tvm", int8_chain}},
+      "--planner tvm");
+  INFO(b.run.out << b.run.err);
+  CHECK(b.run.status == 0);
+  for (const auto& [name, kernels] : std::vector<std::pair<std::string, std::string>>{
+           {"seed_cell_tvm", "2"}, {"lstm_cell_tvm", "4"}, {"int8_chain_tvm", ""}}) {
     CAPTURE(name);
-    const checked_run r = check_program(name, text, "--planner tvm");
-    INFO(r.out << r.err);
-    CHECK(r.status == 0);
-    if (!kernels.empty()) CHECK(r.out.find("kernels=" + kernels + " ") != std::string::npos);
+    CHECK(b.passed(name));
+    if (!kernels.empty())
+      CHECK(fuse::test::report_field(b.line.count(name) ? b.line.at(name) : "", "kernels") == kernels);
   }
   const checked_run bad = check_program("bad_planner", seed_cell, "--planner xla");
   CHECK(bad.status == 2);
