@@ -6,13 +6,13 @@
 //       without data may be given as DIR/meta_relay_Constant_<i>.npy
 //   fuse-relay types MODEL.relay
 //       parses and type-checks the model; prints each definition's signature
-//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]
+//   fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm|op-by-op] [--target cpu|cuda] [--params FILE] [QNN]
 //       writes the header of fused kernels; --report lists each kernel with its ops and, where
 //       the program repeats (a model's layers), the repeating block of kernels; --dot
 //       draws the plan (kernels as clusters) for Graphviz; --planner tvm plans TVM v0.19
 //       FuseOps' groups instead of fuse's (the header then runs TVM's grouping); --target cuda
 //       writes a .cuh of fuse::cuda::eval kernels instead (emit.hpp; contractions: not yet)
-//   fuse-relay check MODEL.relay [MODEL.relay...] [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params FILE] [QNN]
+//   fuse-relay check MODEL.relay [MODEL.relay...] [--seed S] [--planner fuse|tvm|op-by-op] [--target cpu|cuda] [--params FILE] [QNN]
 //       generates the header, compiles it with the project's compiler and flags (nvcc for
 //       --target cuda: run on the GPU when there is one, else on the host emulator), runs it on
 //       random inputs and compares with the interpreter; exit 0 only within tolerance. Several
@@ -63,9 +63,11 @@ constexpr const char* usage_text =
     "usage:\n"
     "  fuse-relay run MODEL.relay --inputs DIR --outputs DIR [--function NAME] [--params FILE] [QNN]\n"
     "  fuse-relay types MODEL.relay\n"
-    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner fuse|tvm] "
+    "  fuse-relay compile MODEL.relay -o OUT.hpp [--namespace NS] [--report] [--dot PLAN.dot] [--planner "
+    "fuse|tvm|op-by-op] "
     "[--target cpu|cuda] [--params FILE] [QNN]\n"
-    "  fuse-relay check MODEL.relay [MODEL.relay...] [--seed S] [--planner fuse|tvm] [--target cpu|cuda] [--params "
+    "  fuse-relay check MODEL.relay [MODEL.relay...] [--seed S] [--planner fuse|tvm|op-by-op] [--target cpu|cuda] "
+    "[--params "
     "FILE] [QNN]\n"
     "--params FILE: weights (TVM save_param_dict or .npz) bound to @main's parameters of those names\n"
     "QNN: [--qnn-rounding UPWARD|TONEAREST] [--qnn-compute-dtype int64|float32|float64]\n"
@@ -148,12 +150,13 @@ std::vector<std::string> with_qnn_flags(std::vector<std::string> known) {
   return known;
 }
 
-/// The pipeline of --planner: fuse's own planner (the default) or TVM's groups.
+/// The pipeline of --planner: fuse's own planner (the default), TVM's groups, or every op alone.
 pipeline_options pipeline_options_of(const arguments& args) {
   const std::string planner = args.get("--planner", "fuse");
-  if (planner != "fuse" && planner != "tvm") throw usage_error{"--planner " + planner + ": fuse or tvm"};
   pipeline_options o;
-  o.tvm_planner = planner == "tvm";
+  if (planner == "tvm") o.planner = planner_kind::tvm;
+  else if (planner == "op-by-op") o.planner = planner_kind::op_by_op;
+  else if (planner != "fuse") throw usage_error{"--planner " + planner + ": fuse, tvm or op-by-op"};
   return o;
 }
 

@@ -135,8 +135,9 @@ pipeline_result compile_pipeline(module& m, const pipeline_options& options) {
   pipeline_result r;
   relay_build_prefix(m);  // TVM counts what relay.build gives FuseOps
   r.tvm_kernels = tvm_kernel_count(m);
-  prepare_for_planning(m, !options.tvm_planner);
-  if (options.tvm_planner) r.planning = tvm_planner_options(m);
+  prepare_for_planning(m, options.planner == planner_kind::fuse);
+  if (options.planner == planner_kind::tvm) r.planning = tvm_planner_options(m);
+  if (options.planner == planner_kind::op_by_op) r.planning = op_by_op_options(m);
   return r;
 }
 

@@ -656,4 +656,15 @@ plan make_plan(const module& m, const std::string& name, const plan_options& opt
   return p;
 }
 
+plan_options op_by_op_options(const module& m, const std::string& name) {
+  const definition* d = m.find(name);
+  if (!d) throw relay::error("the module has no @" + name);
+  plan_options o;
+  o.merge_siblings = false;
+  for (const expr* e : post_order(std::vector<const expr*>{d->fn->body}))
+    if ((e->kind == expr_kind::call && e->callee->kind == expr_kind::op) || e->kind == expr_kind::tuple_get)
+      o.store.insert(e);  // make_plan keeps those of tensor type
+  return o;
+}
+
 }  // namespace fuse::relay

@@ -492,7 +492,9 @@ def @main(%x: Tensor[(1, 1, 4, 4), float32], %w: Tensor[(1, 1, 3, 3), float32]) 
 #endif
 
 #ifdef FUSE_RELAY_TOOL
-TEST_CASE("fuse-relay --planner tvm: the header runs TVM's groups and matches the interpreter") {
+TEST_CASE(
+    "fuse-relay --planner tvm and op-by-op: the header runs TVM's groups or every op alone, and matches the "
+    "interpreter") {
   // The seed cell: TVM's {dense} and {split, gates, add}. The LSTM cell: TVM's five groups but
   // the one whose root is split (a tuple: fuse reads its sections as views of the bias_add).
   // All three in one check (one driver, one compile).
@@ -508,9 +510,20 @@ TEST_CASE("fuse-relay --planner tvm: the header runs TVM's groups and matches th
     if (!kernels.empty())
       CHECK(fuse::test::report_field(b.line.count(name) ? b.line.at(name) : "", "kernels") == kernels);
   }
+  // --planner op-by-op, the naive executor: every op call and field of a split its own kernel
+  // (the seed cell: the dense, three fields, five elementwise ops), the same results.
+  const fuse::test::checked_batch ops = fuse::test::check_programs(
+      "op_by_op_planner", {{"seed_cell_op_by_op", seed_cell}, {"int8_chain_op_by_op", int8_chain}},
+      "--planner op-by-op");
+  INFO(ops.run.out << ops.run.err);
+  CHECK(ops.run.status == 0);
+  CHECK(ops.passed("seed_cell_op_by_op"));
+  CHECK(ops.passed("int8_chain_op_by_op"));
+  CHECK(fuse::test::report_field(ops.line.count("seed_cell_op_by_op") ? ops.line.at("seed_cell_op_by_op") : "",
+                                 "kernels") == "9");
   const checked_run bad = check_program("bad_planner", seed_cell, "--planner xla");
   CHECK(bad.status == 2);
-  CHECK(bad.err.find("--planner xla: fuse or tvm") != std::string::npos);
+  CHECK(bad.err.find("--planner xla: fuse, tvm or op-by-op") != std::string::npos);
 }
 #endif
 

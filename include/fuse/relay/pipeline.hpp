@@ -76,11 +76,17 @@ void prepare_for_planning(module& m, bool combine = true);
 /// the program as relay.build gives it to FuseOps.
 std::string tvm_kernel_count(const module& m);
 
+/// The planners of `--planner`.
+enum class planner_kind {
+  fuse,      ///< fuse's planner (default plan_options)
+  tvm,       ///< TVM v0.19 FuseOps' groups (tvm_planner_options) on TVM's opt_level 3 graph
+  op_by_op,  ///< every op call its own kernel (op_by_op_options) on that same graph: the naive executor
+};
+
 /// How compile_pipeline prepares @main for the planner.
 struct pipeline_options {
-  /// `--planner tvm`: plan TVM v0.19 FuseOps' groups (tvm_planner_options) on TVM's opt_level 3
-  /// graph, so no denses are combined; otherwise fuse's planner (default plan_options).
-  bool tvm_planner = false;
+  /// The graph of `tvm` and `op_by_op` is TVM's opt_level 3 one: no denses combined.
+  planner_kind planner = planner_kind::fuse;
 };
 
 /// What compile_pipeline gives its callers.

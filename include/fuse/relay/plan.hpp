@@ -81,6 +81,10 @@ struct plan_options {
   plan_target target = plan_target::cpu;
 };
 
+/// The naive executor's plan options for @name: every op call (and field of a split) is stored,
+/// each its own kernel, nothing merged; the yardstick `--planner op-by-op` measures fusion by.
+plan_options op_by_op_options(const module& m, const std::string& name = "main");
+
 /// Plans @name of a type-checked module. Throws relay::error for what the emitter cannot run
 /// (calls of functions: inline them first).
 plan make_plan(const module& m, const std::string& name = "main", const plan_options& options = {});
