@@ -65,9 +65,9 @@ def headers():
     return sorted(out)
 
 
-def includes_of(h):
+def read_header(h):
     with open(os.path.join(INCLUDE, h), encoding='utf-8') as f:
-        return INCLUDE_RE.findall(f.read())
+        return f.read()
 
 
 def room(h):
@@ -121,14 +121,10 @@ def check_rules(graph):
 XSIMD_RE = re.compile(r'^\s*#\s*include\s*<xsimd/', re.M)
 
 
-def reaches_xsimd(hs, graph):
+def reaches_xsimd(hs, graph, texts):
     """The headers that include xsimd, directly or through other fuse headers (graph: each
-    header's fuse includes)."""
-    direct = set()
-    for h in hs:
-        with open(os.path.join(INCLUDE, h), encoding='utf-8') as f:
-            if XSIMD_RE.search(f.read()):
-                direct.add(h)
+    header's fuse includes; texts: each header's text)."""
+    direct = {h for h in hs if XSIMD_RE.search(texts[h])}
     reach = {}
 
     def visit(h):
@@ -140,7 +136,7 @@ def reaches_xsimd(hs, graph):
     return {h for h in hs if visit(h)}
 
 
-def compile_alone(hs, graph, cxx, flags):
+def compile_alone(hs, graph, texts, cxx, flags):
     errors = []
     with tempfile.TemporaryDirectory() as tmp:
         # xsimd is most of the parse of a header that reaches it (2.4 of 2.6 s for cpu/eval.hpp):
@@ -152,7 +148,7 @@ def compile_alone(hs, graph, cxx, flags):
             f.write('#include <xsimd/xsimd.hpp>\n')
         pch = subprocess.run([cxx, '-x', 'c++-header'] + flags + [prelude, '-o', prelude + '.gch'],
                              capture_output=True, text=True)
-        with_xsimd = reaches_xsimd(hs, graph) if pch.returncode == 0 else set()
+        with_xsimd = reaches_xsimd(hs, graph, texts) if pch.returncode == 0 else set()
 
         def one(h):
             src = os.path.join(tmp, h.replace('/', '_') + '.cpp')
@@ -172,13 +168,14 @@ def compile_alone(hs, graph, cxx, flags):
 
 def main(argv):
     hs = headers()
-    graph = {h: includes_of(h) for h in hs}  # each header's fuse includes
+    texts = {h: read_header(h) for h in hs}  # each header read once
+    graph = {h: INCLUDE_RE.findall(texts[h]) for h in hs}  # each header's fuse includes
     errors = check_rules(graph)
     if '--compile' in argv:
         i = argv.index('--compile')
         cxx = argv[i + 1]
         flags = argv[argv.index('--') + 1:] if '--' in argv else []
-        errors += compile_alone(hs, graph, cxx, flags)
+        errors += compile_alone(hs, graph, texts, cxx, flags)
         what = f'{len(hs)} headers: include rules, no cycle, each compiles alone'
     else:
         what = f'{len(hs)} headers: include rules, no cycle'

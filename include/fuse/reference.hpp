@@ -128,6 +128,20 @@ struct memo {
 template <class E>
 inline constexpr char type_tag = 0;
 
+/// The memo key of node e at coordinates x.
+template <class E>
+memo::key key_of(const E& e, const index_t* x) {
+  return {&e, &type_tag<E>, std::vector<index_t>(x, x + E::rank)};
+}
+
+/// table[k], made by make() the first time (make may fill the table with other keys).
+template <class Table, class F>
+const typename Table::mapped_type& memoized(Table& table, memo::key&& k, F&& make) {
+  auto it = table.find(k);
+  if (it == table.end()) it = table.emplace(std::move(k), make()).first;
+  return it->second;
+}
+
 template <class E>
 ref_t<typename E::value_type> at(const E& e, const index_t* x, memo& m);
 
@@ -276,11 +290,9 @@ std::vector<double> row_values(const C& c, const index_t* x, index_t axis, memo&
 /// and kept there.
 template <class E, class F>
 const memo::row& row_of(const E& e, const index_t* x, index_t axis, memo& m, F&& make) {
-  memo::key k{&e, &type_tag<E>, std::vector<index_t>(x, x + E::rank)};
+  memo::key k = key_of(e, x);
   k.x[static_cast<std::size_t>(axis)] = 0;
-  auto it = m.rows.find(k);
-  if (it == m.rows.end()) it = m.rows.emplace(std::move(k), make()).first;
-  return it->second;
+  return memoized(m.rows, std::move(k), make);
 }
 
 /// A stored value of dtype T as the reference computes with it.
@@ -390,16 +402,11 @@ ref_t<typename E::value_type> at(const E& e, const index_t* x, memo& m) {
   } else if constexpr (K == node_kind::packed_weights) {
     return ref_value<T>(e.element(x[0], x[1]));
   } else if constexpr (K == node_kind::reduction) {
-    memo::key k{&e, &type_tag<E>, std::vector<index_t>(x, x + E::rank)};
-    if constexpr (is_floating_dtype<T>) {
-      auto it = m.floats.find(k);
-      if (it == m.floats.end()) it = m.floats.emplace(std::move(k), reduce_at(e, x, m)).first;
-      return it->second;
-    } else {
-      auto it = m.ints.find(k);
-      if (it == m.ints.end()) it = m.ints.emplace(std::move(k), static_cast<std::int64_t>(reduce_at(e, x, m))).first;
-      return static_cast<ref_t<T>>(it->second);
-    }
+    if constexpr (is_floating_dtype<T>)
+      return memoized(m.floats, key_of(e, x), [&] { return static_cast<double>(reduce_at(e, x, m)); });
+    else
+      return static_cast<ref_t<T>>(
+          memoized(m.ints, key_of(e, x), [&] { return static_cast<std::int64_t>(reduce_at(e, x, m)); }));
   } else if constexpr (K == node_kind::layer_norm) {
     const memo::row& r = row_of(e, x, e.axis, m, [&] {
       memo::row n{row_values(e.x, x, e.axis, m)};

@@ -143,10 +143,12 @@ inline checked_run check_program(const std::string& name, const std::string& tex
 struct checked_batch {
   checked_run run;
   std::map<std::string, std::string> line, err;
-  bool passed(const std::string& name) const {
+  /// NAME's report line, "" when there is none.
+  std::string line_of(const std::string& name) const {
     const auto l = line.find(name);
-    return l != line.end() && l->second.find(": passed ") != std::string::npos;
+    return l == line.end() ? std::string() : l->second;
   }
+  bool passed(const std::string& name) const { return line_of(name).find(": passed ") != std::string::npos; }
 };
 inline checked_batch check_programs(const std::string& batch,
                                     const std::vector<std::pair<std::string, std::string>>& programs,

@@ -469,7 +469,7 @@ TEST_CASE("fuse-relay check --target cuda: nvcc compiles the .cuh, the GPU or th
   CHECK(b.run.status == 1);  // the contraction's refusal (and the seeds'); every other program passes
   for (const auto& [name, text] : row_batch()) {
     CAPTURE(name);
-    const std::string& line = b.line.count(name) ? b.line.at(name) : "";
+    const std::string line = b.line_of(name);
     if (name == "contraction") {
       CHECK(line.ends_with(": refused"));
       REQUIRE(b.err.count(name));
@@ -499,7 +499,7 @@ TEST_CASE("fuse-relay check over the seeds' programs --target cuda: each passes 
   using fuse::test::report_field;
   for (const auto& [name, program] : programs) {
     CAPTURE(name);
-    const std::string line = b.line.count(name) ? b.line.at(name) : "";
+    const std::string line = b.line_of(name);
     if (b.passed(name)) {
       ++passed;
       table += "| " + name + " | " + report_field(line, "kernels") + " | " + report_field(line, "tvm_kernels") + " | " +
@@ -536,7 +536,7 @@ TEST_CASE("check --target cuda: constants from the weights file, float16 and boo
   // Its check, in the batch of this file's cases: the header runs on the GPU or the emulator
   // with the weights file beside it.
   const fuse::test::checked_batch& b = cuda_checks();
-  const std::string line = b.line.count("constants") ? b.line.at("constants") : "";
+  const std::string line = b.line_of("constants");
   INFO(line << "\n" << (b.err.count("constants") ? b.err.at("constants") : ""));
   REQUIRE(b.passed("constants"));
   using fuse::test::report_field;

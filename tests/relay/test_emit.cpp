@@ -435,7 +435,7 @@ TEST_CASE("fuse-relay check: generated headers compile, run and match the interp
   CHECK(b.run.status == 0);
   for (const auto& [name, text] : programs) {
     CAPTURE(name);
-    const std::string line = b.line.count(name) ? b.line.at(name) : "";
+    const std::string line = b.line_of(name);
     CHECK(b.passed(name));
     CHECK(line.find("kernels=") != std::string::npos);
     CHECK(line.find("live=0.0%") == std::string::npos);  // the random inputs exercise the program
@@ -507,8 +507,7 @@ TEST_CASE(
            {"seed_cell_tvm", "2"}, {"lstm_cell_tvm", "4"}, {"int8_chain_tvm", ""}}) {
     CAPTURE(name);
     CHECK(b.passed(name));
-    if (!kernels.empty())
-      CHECK(fuse::test::report_field(b.line.count(name) ? b.line.at(name) : "", "kernels") == kernels);
+    if (!kernels.empty()) CHECK(fuse::test::report_field(b.line_of(name), "kernels") == kernels);
   }
   // --planner op-by-op, the naive executor: every op call and field of a split its own kernel
   // (the seed cell: the dense, three fields, five elementwise ops), the same results.
@@ -519,8 +518,7 @@ TEST_CASE(
   CHECK(ops.run.status == 0);
   CHECK(ops.passed("seed_cell_op_by_op"));
   CHECK(ops.passed("int8_chain_op_by_op"));
-  CHECK(fuse::test::report_field(ops.line.count("seed_cell_op_by_op") ? ops.line.at("seed_cell_op_by_op") : "",
-                                 "kernels") == "9");
+  CHECK(fuse::test::report_field(ops.line_of("seed_cell_op_by_op"), "kernels") == "9");
   const checked_run bad = check_program("bad_planner", seed_cell, "--planner xla");
   CHECK(bad.status == 2);
   CHECK(bad.err.find("--planner xla: fuse, tvm or op-by-op") != std::string::npos);
@@ -630,7 +628,7 @@ TEST_CASE("fuse-relay check over the seeds' programs: each passes or names what 
   for (const auto& [name, program] : programs) {
     CAPTURE(name);
     CAPTURE(program);
-    const std::string line = b.line.count(name) ? b.line.at(name) : "";
+    const std::string line = b.line_of(name);
     INFO(line << (b.err.count(name) ? b.err.at(name) : ""));
     if (b.passed(name)) {
       ++passed;
