@@ -89,6 +89,34 @@ TEST_CASE("matmul and batch_matmul with every transpose, strided and expression 
   check(batch_matmul(transpose(q, {0, 2, 1}), k, true, true), gemm_tol(31), "batch_matmul of a transpose view");
 }
 
+TEST_CASE("expression operands are evaluated in the layout their leaves read, batch by batch where only that folds") {
+  // Attention's heads: x [B, S, H * D] read as [B * H, S, D] through reshape(transpose(reshape)):
+  // the batch axis merges B and H, which are not adjacent in memory, so the operand folds into
+  // strides one batch at a time. V^T (transpose_b) is written in V's order, along D.
+  for (index_t s : {1, 7, 17}) {
+    CAPTURE(s);
+    const index_t B = 2, H = 3, D = 5;
+    auto x = test::random_tensor({B, s, H * D}, 300 + static_cast<std::uint64_t>(s), -4, 4);
+    auto heads = reshape(transpose(reshape(x, {B, s, H, D}), {0, 2, 1, 3}), {B * H, s, D});
+    auto quant = [](const auto& e) { return cast<std::int8_t>(clip(round(e * 16.0f), -127, 127)); };
+    auto p = test::random_tensor<std::int8_t>({B * H, 9, s}, 310 + static_cast<std::uint64_t>(s), -128, 127);
+    check(batch_matmul(p, quant(transpose(heads, {0, 2, 1})), false, true), {}, "int8 P x V, V^T quantized");
+    check(batch_matmul(p, quant(heads), false, false), {}, "int8 P x V");
+    auto q = test::random_tensor({B * H, 4, D}, 320 + static_cast<std::uint64_t>(s), -1, 1);
+    check(batch_matmul(q, heads * 0.5f), gemm_tol(D), "float Q x K^T, K an expression of the heads");
+    check(batch_matmul(heads * 0.5f, transpose(heads, {0, 2, 1}) + 1.0f, false, false), gemm_tol(D),
+          "both operands expressions of the heads");
+  }
+  // Rank 2: an operand whose leaves run down its columns is stored column by column; a dense's
+  // rank-3 data keeps its rows row-major (they flatten into one axis of rows).
+  auto y = test::random_tensor({13, 21}, 330, -1, 1);
+  auto w = test::random_tensor({11, 13}, 331, -1, 1);
+  check(dense(transpose(y) * 2.0f, w), gemm_tol(13), "dense of a transpose expression");
+  check(matmul(w, transpose(w) * 1.0f + y(0, 0)), gemm_tol(13), "matmul with B an expression read by columns");
+  auto z = test::random_tensor({3, 13, 7}, 332, -1, 1);
+  check(dense(transpose(z, {0, 2, 1}) * 1.0f, w), gemm_tol(13), "dense of rank-3 data read by columns");
+}
+
 TEST_CASE("int8 and uint8 contractions are exact, including saturated inputs") {
   for (index_t kk : {1, 7, 64, 257, 1000}) {
     CAPTURE(kk);

@@ -265,6 +265,40 @@ TEST_CASE("reshapes that cannot fold: runs, carries and every step of the linear
   check(reshape(strided_slice(t, {0, 0, 0, 1}, {5, 6, 7, 7}, {1, 2, 1, 2}), {-1}) * 1.0f, 0, "strided then flattened");
 }
 
+TEST_CASE("a block of one batch of reshape(transpose(reshape(x))) folds into strides") {
+  // [B * H, S, D] heads of x [B, S, H * D]: the whole does not fold (B * H merges axes that
+  // are not adjacent in memory), one batch of it does, and a block of several batches does not.
+  const index_t B = 3, S = 7, H = 5, D = 4;
+  auto x = test::random_tensor({B, S, H * D}, 95);
+  auto heads = reshape(transpose(reshape(x, {B, S, H, D}), {0, 2, 1, 3}), {B * H, S, D});
+  const auto folded = [](const auto& e) {
+    constexpr std::size_t R = std::remove_cvref_t<decltype(e)>::rank;
+    int no_context = 0;  // (a tree of views: binding evaluates nothing)
+    const auto ext = e.shape().array();
+    return bind::bind<accurate_math_t>(e, bind::affine_map<R, R>::broadcast(ext, ext), no_context).all_folded();
+  };
+  CHECK_FALSE(folded(heads));
+  for (index_t b : {index_t{0}, index_t{6}, B * H - 1}) {
+    CAPTURE(b);
+    auto one = strided_slice(heads, {b, 0, 0}, {b + 1, S, D});
+    CHECK(folded(one));
+    check(one * 1.0f, 0, "one batch");
+    check(transpose(one, {0, 2, 1}) * 1.0f, 0, "one batch, transposed");
+    auto rows = strided_slice(heads, {b, 2, 1}, {b + 1, 6, 4});
+    CHECK(folded(rows));
+    check(rows * 1.0f, 0, "a block of rows and columns of one batch");
+  }
+  CHECK_FALSE(folded(strided_slice(heads, {4, 0, 0}, {6, S, D})));
+  check(strided_slice(heads, {4, 0, 0}, {6, S, D}) * 1.0f, 0, "two batches across a carry: the general form");
+  // Pinned digits that leave a free axis spanning a carry never fold: [6, 10] -> [3, 2, 5, 2]
+  // with the first index pinned at 1 puts the free axis across the last two digits.
+  auto v = test::random_tensor({6, 10}, 96);
+  auto r = reshape(transpose(reshape(v, {3, 2, 5, 2}), {0, 1, 3, 2}), {6, 10});
+  auto pinned = strided_slice(r, {1, 0}, {2, 10});
+  check(pinned * 1.0f, 0, "pinned, free axis across two digits");
+  check(strided_slice(r, {4, 3}, {5, 9}) * 1.0f, 0, "pinned, a column block");
+}
+
 // ---- the node protocol -----------------------------------------------------------------------------
 
 namespace {

@@ -188,6 +188,50 @@ bool reshape_strides(const index_array<F>& from, const index_array<F>& from_stri
   return true;
 }
 
+/// A reshape (mid -> inner) some of whose `mid` coordinates are pinned (pinned[i]: coordinate
+/// i is always at[i]), the others free anywhere in their extent, as strides over mid and an
+/// offset, given strides over inner: when every free axis moves the inner digits without a
+/// carry whatever the others do. A block of one batch of reshape(transpose(x)) so: the batch
+/// index of [96, 384, 64] is pinned, its digits in [8, 12, 384, 64] are fixed, and rows and
+/// columns step digits of their own (the whole reshape does not fold: 96 merges axes that are
+/// not adjacent in memory).
+template <std::size_t F, std::size_t T>
+bool pinned_reshape_strides(const index_array<F>& mid, const bool* pinned, const index_array<F>& at,
+                            const index_array<T>& inner, const index_array<T>& inner_stride, index_array<F>& mid_stride,
+                            index_t& offset) {
+  mid_stride = index_array<F>{};
+  index_t mul[F > 0 ? F : 1], lin0 = 0;
+  for (std::size_t i = F, m = 1; i-- > 0;) {
+    mul[i] = static_cast<index_t>(m);
+    m *= static_cast<std::size_t>(mid[i]);
+    if (pinned[i]) lin0 += at[i] * mul[i];
+  }
+  index_t weight[T > 0 ? T : 1], digit[T > 0 ? T : 1], reach[T > 0 ? T : 1];
+  for (std::size_t t = T, w = 1; t-- > 0;) {
+    weight[t] = static_cast<index_t>(w);
+    w *= static_cast<std::size_t>(inner[t]);
+    digit[t] = inner[t] ? (lin0 / weight[t]) % inner[t] : 0;
+    reach[t] = digit[t];  // the largest value the digit takes so far
+  }
+  offset = 0;
+  for (std::size_t t = 0; t < T; ++t) offset += digit[t] * inner_stride[t];
+  for (std::size_t i = 0; i < F; ++i) {
+    if (pinned[i] || mid[i] <= 1) continue;
+    // The finest digit whose weight divides the axis's step, stepped q at a time.
+    bool placed = false;
+    for (std::size_t t = T; t-- > 0 && !placed;) {
+      if (mul[i] % weight[t] != 0 || mul[i] / weight[t] >= inner[t]) continue;  // (a coarser digit's step)
+      const index_t q = mul[i] / weight[t];
+      if (reach[t] + q * (mid[i] - 1) >= inner[t]) return false;
+      reach[t] += q * (mid[i] - 1);
+      mid_stride[i] = q * inner_stride[t];
+      placed = true;
+    }
+    if (!placed) return false;
+  }
+  return true;
+}
+
 }  // namespace detail
 
 /// Folds map `m` followed by strides `s` over its node coordinates into strides over m's input
@@ -206,9 +250,23 @@ template <class P, std::size_t Rm, std::size_t Rc, std::size_t R>
 strided<P::in_rank> fold(const reshape_map<P, Rm, Rc, R>& m, const index_array<R>& s) {
   const strided<Rc> post = fold(m.post, s);
   index_array<Rm> mid_stride{};
-  if (!detail::reshape_strides(m.inner, post.stride, m.mid, mid_stride)) return {};
+  index_t pinned_offset = 0;
+  if (!detail::reshape_strides(m.inner, post.stride, m.mid, mid_stride)) {
+    // Where the map before the reshape pins some coordinates (a block of one batch), the
+    // reshape may still fold over the coordinates left free.
+    if constexpr (!is_affine_map<P>::value) {
+      return {};
+    } else {
+      bool pinned[Rm > 0 ? Rm : 1] = {};
+      bool any = false;
+      for (std::size_t i = 0; i < Rm; ++i) any = any || (pinned[i] = m.prev.src[i] < 0 || m.prev.scale[i] == 0);
+      if (!any || !detail::pinned_reshape_strides(m.mid, pinned, m.prev.offset, m.inner, post.stride, mid_stride,
+                                                  pinned_offset))
+        return {};
+    }
+  }
   strided<P::in_rank> r = fold(m.prev, mid_stride);
-  r.offset += post.offset;
+  r.offset += post.offset + pinned_offset;
   return r;
 }
 

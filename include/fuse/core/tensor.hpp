@@ -137,7 +137,15 @@ class tensor_view {
 template <class T, class S, class M = host_memory>
 using view_t = tensor_view<T, shape_param_v<S>, M>;
 
-/// An owning tensor: 64-byte aligned, row-major, zero-initialised, deep-copied.
+/// The tag of a tensor constructor that leaves the elements unset: for storage that is written
+/// whole before it is read (the executors' temporaries), where zeroing it first costs a pass.
+struct uninitialized_t {
+  explicit uninitialized_t() = default;
+};
+inline constexpr uninitialized_t uninitialized{};
+
+/// An owning tensor: 64-byte aligned, row-major, zero-initialised (unless made with
+/// fuse::uninitialized), deep-copied.
 template <class T, auto E = 1>
 class tensor {
  public:
@@ -151,6 +159,11 @@ class tensor {
   explicit tensor(shape_type s) : shape_(s) {
     detail::check_extents(shape_.array(), "tensor");
     allocate();
+  }
+  /// Elements left unset: every one must be written before it is read.
+  tensor(shape_type s, uninitialized_t) : shape_(s) {
+    detail::check_extents(shape_.array(), "tensor");
+    allocate(false);
   }
   /// `fuse::tensor<float, 2> a({1, 30});`
   tensor(std::initializer_list<index_t> extents)
@@ -167,7 +180,7 @@ class tensor {
   }
 
   tensor(const tensor& o) : shape_(o.shape_) {
-    allocate();
+    allocate(false);
     if (size()) std::memcpy(static_cast<void*>(data_.get()), o.data_.get(), sizeof(T) * size());
   }
   tensor(tensor&&) noexcept = default;
@@ -236,14 +249,14 @@ class tensor {
     void operator()(T* p) const { ::operator delete[](static_cast<void*>(p), std::align_val_t{storage_alignment}); }
   };
 
-  void allocate() {
+  void allocate(bool zeroed = true) {
     const index_t n = size();
     if (n == 0) {
       data_.reset();
       return;
     }
     void* raw = ::operator new[](sizeof(T) * static_cast<std::size_t>(n), std::align_val_t{storage_alignment});
-    std::memset(raw, 0, sizeof(T) * static_cast<std::size_t>(n));
+    if (zeroed) std::memset(raw, 0, sizeof(T) * static_cast<std::size_t>(n));
     data_.reset(static_cast<T*>(raw));
   }
 

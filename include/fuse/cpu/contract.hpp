@@ -99,6 +99,32 @@ bool rows_pass(const E& e) {
   }
 }
 
+template <class N>
+struct is_kernel_node : std::bool_constant<needs_own_kernel<N>> {};
+
+/// The bytes that one step along each axis of e moves its leaves' reads, summed over the
+/// leaves, when e is bound over its own shape; nullopt when some leaf's map does not fold into
+/// strides, or e holds a node with a kernel of its own (which binding would evaluate).
+template <class Ctx, class E>
+std::optional<index_array<E::rank>> leaf_axis_bytes(const E& e, Ctx& ctx) {
+  if constexpr (tree_holds<is_kernel_node, E>()) {
+    return std::nullopt;
+  } else {
+    constexpr std::size_t R = E::rank;
+    const auto ext = e.shape().array();
+    const auto ev = bind::bind<typename Ctx::math_mode>(e, bind::affine_map<R, R>::broadcast(ext, ext), ctx);
+    if (!ev.all_folded()) return std::nullopt;
+    index_array<R> bytes{};
+    const auto leaves = bind::leaves_of(ext, ev);
+    for (std::size_t l = 0; l < leaves.size(); ++l)
+      for (std::size_t k = 0; k < R; ++k) {
+        const index_t s = leaves[l].stride[k];
+        bytes[k] += (s < 0 ? -s : s) * static_cast<index_t>(leaves[l].elem_size);
+      }
+    return bytes;
+  }
+}
+
 /// An operand's elements in memory: the operand's own view when it is one (and its first
 /// `flatten` axes flatten to one stride), else a contiguous buffer holding its values: the
 /// whole operand evaluated once, or (`by_rows`, the prologue of a blocked pass) only the rows a
@@ -132,8 +158,8 @@ struct operand_memory {
       if (b != batch0 || i0 != row0 || m != nrows) {
         const index_t k = ext[R - 1];
         if (!owned || product(owned->shape().array()) < m * k) {
-          if constexpr (R == 2) owned.emplace(dynamic_shape<2>({m, k}));
-          else owned.emplace(dynamic_shape<3>({1, m, k}));
+          if constexpr (R == 2) owned.emplace(dynamic_shape<2>({m, k}), uninitialized);
+          else owned.emplace(dynamic_shape<3>({1, m, k}), uninitialized);
         }
         if constexpr (R == 2) {
           tensor_view<T, 2> dst(owned->data(), dynamic_shape<2>({m, k}), index_array<2>{k, 1});
@@ -197,13 +223,51 @@ struct operand_memory {
         }
       }
     }
-    if (!data) {
-      owned.emplace(dynamic_shape<R>(e.shape()));
-      context.eval_into(owned->view(), e);
-      data = owned->data();
-      str = owned->strides();
-    }
+    if (!data) evaluate_whole(e, flatten, context);
     bind::detail::byte_range(data, ext, str.data(), sizeof(T), lo, hi);
+  }
+
+ private:
+  /// e into `owned`, its last two axes laid out in the order its leaves read them fastest (the
+  /// kernels take either: V^T quantized from [8, 384, 12, 64] is written in V's order, read
+  /// along the head's 64 floats, not across 384 rows 3 KB apart); a batch_matmul's operand
+  /// whose batches do not fold into strides together (a reshape merging axes that are not
+  /// adjacent in memory: attention's [B*H, S, D]) batch by batch, where each one does. Both
+  /// fall back to e whole, row-major, when its leaves do not fold either way.
+  void evaluate_whole(const E& e, std::size_t flatten, Ctx& context) {
+    std::optional<index_array<R>> reads = leaf_axis_bytes(e, context);
+    bool by_batch = false;
+    if constexpr (R == 3) {
+      if (!reads && ext[0] > 1) {
+        reads = leaf_axis_bytes(one_batch(e, 0), context);
+        by_batch = reads.has_value();
+      }
+    }
+    str = row_major_strides(ext);
+    // (the axes a dense flattens into rows stay row-major outside the last two)
+    if constexpr (R >= 2) {
+      if (reads && (*reads)[R - 2] < (*reads)[R - 1] && (flatten + 2 <= R || R == 2)) {
+        str[R - 1] = ext[R - 2];
+        str[R - 2] = 1;
+      }
+    }
+    owned.emplace(dynamic_shape<R>(e.shape()), uninitialized);
+    const tensor_view<T, static_cast<int>(R)> dst(owned->data(), dynamic_shape<R>(e.shape()), str);
+    if constexpr (R == 3) {
+      if (by_batch) {
+        for (index_t b = 0; b < ext[0]; ++b)
+          context.eval_into(
+              tensor_view<T, 3>(owned->data() + b * str[0], dynamic_shape<3>({index_t{1}, ext[1], ext[2]}), str),
+              one_batch(e, b));
+        data = owned->data();
+        return;
+      }
+    }
+    context.eval_into(dst, e);
+    data = owned->data();
+  }
+  static auto one_batch(const E& e, index_t b) {
+    return strided_slice(e, {b, index_t{0}, index_t{0}}, {b + 1, e.shape()[1], e.shape()[2]});
   }
 };
 
@@ -404,7 +468,7 @@ void run_contract(Ctx& ctx, tensor_view<T, static_cast<int>(Q)> out, const contr
   if (!out_rows || (!ops.am.lazy() && bind::overlaps(olo, ohi, ops.am.lo, ops.am.hi)) ||
       bind::overlaps(olo, ohi, ops.bm.lo, ops.bm.hi)) {
     // Through a contiguous temporary, then copied by the elementwise executor.
-    tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()));
+    tensor<Out, static_cast<int>(R)> tmp(dynamic_shape<R>(node.shape()), uninitialized);
     run_contract<R>(ctx, tmp.view(), node);
     ctx.eval_into(out, std::as_const(tmp).view());
     return;

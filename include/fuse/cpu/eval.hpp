@@ -54,7 +54,7 @@ struct context {
   /// inside a larger tree).
   template <class N>
   auto materialize(const N& n) {
-    tensor<typename N::value_type, static_cast<int>(N::rank)> t(dynamic_shape<N::rank>(n.shape()));
+    tensor<typename N::value_type, static_cast<int>(N::rank)> t(dynamic_shape<N::rank>(n.shape()), uninitialized);
     eval_with(*this, t, n, streaming_stores::automatic);
     return t;
   }

@@ -236,6 +236,73 @@ pass_plan<Q> plan_for(const std::tuple<tensor_view<T, static_cast<int>(Q)>...>& 
   return plan_pass(ext, os, leaves, tree_folded);
 }
 
+/// The leaves of a pass whose rows are short runs far apart in memory (attention's heads read
+/// through their transpose: 64 floats every 3 KB), which the hardware prefetchers do not
+/// follow: each row's loads would wait on memory in turn. The row loop asks for the rows of
+/// these leaves `ahead` rows before it reads them. (V^T quantized from [8, 384, 12, 64], one
+/// head at a time: 7.4 -> 2.5 ms on a Zen 3 core.)
+template <std::size_t Q>
+struct row_prefetch {
+  struct leaf {
+    const char* base;
+    index_array<Q> step;  ///< bytes per step of each outer axis
+  };
+  small_vector<leaf, 8> leaves;
+  index_t lines = 0;   ///< cache lines per row, the most of any leaf
+  index_t ahead = 0;   ///< rows
+  index_array<Q> x{};  ///< the outer coordinates of the row `ahead` rows on
+
+  /// The leaves (extents ext, after the loop's retargeting) that need it, rows of n elements.
+  template <class... Ev>
+  row_prefetch(const index_array<Q>& ext, index_t n, index_t rows, const Ev&... ev) {
+    if constexpr (Q >= 2) {
+      if (rows < 16) return;
+      index_t row_bytes = 0;
+      const auto infos = bind::leaves_of(ext, ev...);
+      for (std::size_t l = 0; l < infos.size(); ++l) {
+        const bind::leaf_info& f = infos[l];
+        const auto e = static_cast<index_t>(f.elem_size);
+        // contiguous rows that do not continue one another (else the hardware streams them), of
+        // under a page, from a leaf larger than the core's cache
+        if (!f.folded || f.stride[Q - 1] != 1 || n * e > 4096) continue;
+        const index_t next = f.stride[Q - 2] * e;
+        if (next == n * e || next == 0 ||
+            static_cast<std::size_t>(static_cast<const char*>(f.hi) - static_cast<const char*>(f.lo)) < (1u << 20))
+          continue;
+        leaf p{static_cast<const char*>(f.base), {}};
+        for (std::size_t k = 0; k < Q; ++k) p.step[k] = f.stride[k] * e;
+        leaves.push_back(p);
+        row_bytes = std::max(row_bytes, n * e);
+      }
+      if (leaves.size() == 0) return;
+      lines = (row_bytes + 63) / 64 + 1;  // (a row need not start on a line)
+      ahead = std::clamp<index_t>(2048 / row_bytes, 4, 16);
+      for (index_t r = 0; r < ahead; ++r) next_row(ext);
+    }
+  }
+  explicit operator bool() const { return leaves.size() != 0; }
+  /// Prefetches the rows `ahead` rows on and moves on by one row.
+  void step(const index_array<Q>& ext) {
+    if (x[0] < ext[0]) {
+      for (std::size_t l = 0; l < leaves.size(); ++l) {
+        const char* p = leaves[l].base;
+        for (std::size_t k = 0; k + 1 < Q; ++k) p += x[k] * leaves[l].step[k];
+        for (index_t i = 0; i < lines; ++i) __builtin_prefetch(p + i * 64);
+      }
+    }
+    next_row(ext);
+  }
+
+ private:
+  void next_row(const index_array<Q>& ext) {
+    for (std::size_t k = Q - 1; k-- > 0;) {
+      if (++x[k] < ext[k]) return;
+      if (k == 0) return;  // past the last row: x[0] == ext[0] stops the prefetches
+      x[k] = 0;
+    }
+  }
+};
+
 /// A bind context for trees whose leaves are all tensors and views (copies): there is nothing
 /// to materialise.
 struct leaves_only_context {
@@ -279,7 +346,7 @@ void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs,
   auto targets = [&]<std::size_t... I>(std::index_sequence<I...>) {
     return std::make_tuple([&]() -> tensor_view<T, static_cast<int>(Q)> {
       if (!plan.through_temp[I]) return std::get<I>(outs);
-      std::get<I>(temps).emplace(ext);
+      std::get<I>(temps).emplace(dynamic_shape<Q>(ext), uninitialized);
       return std::get<I>(temps)->view();
     }()...);
   }(std::index_sequence_for<T...>{});
@@ -313,7 +380,10 @@ void run_pass(Ctx& ctx, std::tuple<tensor_view<T, static_cast<int>(Q)>...> outs,
     index_array<Q> x{};
     index_t inner_stride[N > 0 ? N : 1];
     for (std::size_t o = 0; o < N; ++o) inner_stride[o] = ostr[o][Q - 1];
+    detail::row_prefetch<Q> prefetch =
+        std::apply([&](const auto&... ev) { return detail::row_prefetch<Q>(oext, n, rows, ev...); }, evs);
     for (index_t r = 0; r < rows; ++r) {
+      if (prefetch) prefetch.step(oext);
       std::apply([&](auto&... ev) { (ev.row(x.data()), ...); }, evs);
       auto row_ptrs = [&]<std::size_t... I>(std::index_sequence<I...>) {
         return std::make_tuple([&] {

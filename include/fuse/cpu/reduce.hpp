@@ -149,7 +149,7 @@ void with_safe_output(tensor_view<T, static_cast<int>(Q)> out, bool clash, Body&
     body(out);
     return;
   }
-  tensor<std::remove_cv_t<T>, static_cast<int>(Q)> tmp(out.shape().array());
+  tensor<std::remove_cv_t<T>, static_cast<int>(Q)> tmp(dynamic_shape<Q>(out.shape().array()), uninitialized);
   body(tmp.view());
   copy_view<Q>(out, std::as_const(tmp).view());
 }
