@@ -39,6 +39,7 @@ ROOMS = {
 # cpu/: layer of each file; a file includes only files of strictly lower layers.
 CPU_LAYERS = {
     'options.hpp': 0,        # eval's options and statistics
+    'scratch.hpp': 0,        # storage an eval reuses
     'gemm_half.hpp': 0,      # kernels over memory
     'gemm.hpp': 1,
     'gemm_bf16.hpp': 2,

@@ -122,7 +122,7 @@ auto bind(const Node& n, const Map& m, Ctx& ctx) {
     using S = decltype(ctx.materialize(n));
     auto storage = std::make_shared<const S>(ctx.materialize(n));
     const auto v = storage->view();
-    owned_leaf_eval<const T, Q, Map, shape_param_v<typename S::shape_type>> e;
+    owned_leaf_eval<const T, Q, Map> e;
     static_cast<leaf_eval<const T, Q, Map>&>(e) = make_leaf<const T, Q>(v.data(), v.shape().array(), v.strides(), m);
     e.storage = std::move(storage);
     return e;

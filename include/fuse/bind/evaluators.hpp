@@ -370,10 +370,11 @@ leaf_eval<T, Q, Map> make_leaf(const T* data, const index_array<Map::out_rank>& 
 }
 
 /// A leaf that owns its storage: a reduction (or other node) evaluated ahead of the loop. The
-/// storage is shared, so copies of the evaluator keep pointing at live memory.
-template <class T, std::size_t Q, class Map, auto E>
+/// storage (whatever the executor's context made it in) is shared, so copies of the evaluator
+/// keep pointing at live memory.
+template <class T, std::size_t Q, class Map>
 struct owned_leaf_eval : leaf_eval<T, Q, Map> {
-  std::shared_ptr<const tensor<std::remove_cv_t<T>, E>> storage;
+  std::shared_ptr<const void> storage;
 };
 
 /// A constant.

@@ -28,6 +28,7 @@
 #include "fuse/cpu/options.hpp"
 #include "fuse/cpu/pass.hpp"
 #include "fuse/cpu/reduce.hpp"
+#include "fuse/cpu/scratch.hpp"
 #include "fuse/expr/broadcast.hpp"
 #include "fuse/expr/contract.hpp"
 #include "fuse/expr/node.hpp"
@@ -50,12 +51,14 @@ struct context {
   index_t epilogue_block_elements = epilogue_block{}.elements;
   eval_statistics stats;
 
+  scratch_pool scratch;  ///< storage of the results materialised, reused within this eval
+
   /// The node evaluated into a new tensor of its shape (a node that needs a kernel of its own,
-  /// inside a larger tree).
+  /// inside a larger tree), in storage this eval reuses.
   template <class N>
   auto materialize(const N& n) {
-    tensor<typename N::value_type, static_cast<int>(N::rank)> t(dynamic_shape<N::rank>(n.shape()), uninitialized);
-    eval_with(*this, t, n, streaming_stores::automatic);
+    scratch_tensor<typename N::value_type, N::rank> t(scratch, dynamic_shape<N::rank>(n.shape()));
+    eval_with(*this, t.view(), n, streaming_stores::automatic);
     return t;
   }
   /// out = e, by the whole executor (an operand evaluated into a buffer of a kernel's).

@@ -120,6 +120,19 @@ void store(T* p, const vec<compute_t<T>, A>& v) {
       return;
     }
 #endif
+#if defined(__AVX2__)
+    if constexpr (detail::is_avx2<A>) {
+      // The low byte of each 32-bit lane (the values are canonical: in T's range), gathered
+      // within each 128-bit half, then the halves' four bytes side by side (through memory
+      // one byte at a time, this was 7% of seed 002's quantizing passes).
+      const __m256i low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8,
+                                                 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+      const __m256i s = _mm256_shuffle_epi8(v, low_bytes);
+      _mm_storel_epi64(reinterpret_cast<__m128i*>(p),
+                       _mm_unpacklo_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1)));
+      return;
+    }
+#endif
     std::int32_t w[width<A>];
     lane_io<std::int32_t, A>::store(w, v);
     for (int i = 0; i < width<A>; ++i) p[i] = to_storage<T>(w[i]);
