@@ -238,7 +238,8 @@ struct operand_memory {
     std::optional<index_array<R>> reads = leaf_axis_bytes(e, context);
     bool by_batch = false;
     if constexpr (R == 3) {
-      if (!reads && ext[0] > 1) {
+      // (batches too small to pay an eval each stay whole, through the general loads)
+      if (!reads && ext[0] > 1 && ext[1] * ext[2] >= 1024) {
         reads = leaf_axis_bytes(one_batch(e, 0), context);
         by_batch = reads.has_value();
       }
@@ -252,19 +253,17 @@ struct operand_memory {
       }
     }
     owned.emplace(dynamic_shape<R>(e.shape()), uninitialized);
-    const tensor_view<T, static_cast<int>(R)> dst(owned->data(), dynamic_shape<R>(e.shape()), str);
+    data = owned->data();
     if constexpr (R == 3) {
       if (by_batch) {
         for (index_t b = 0; b < ext[0]; ++b)
           context.eval_into(
               tensor_view<T, 3>(owned->data() + b * str[0], dynamic_shape<3>({index_t{1}, ext[1], ext[2]}), str),
               one_batch(e, b));
-        data = owned->data();
         return;
       }
     }
-    context.eval_into(dst, e);
-    data = owned->data();
+    context.eval_into(tensor_view<T, static_cast<int>(R)>(owned->data(), dynamic_shape<R>(e.shape()), str), e);
   }
   static auto one_batch(const E& e, index_t b) {
     return strided_slice(e, {b, index_t{0}, index_t{0}}, {b + 1, e.shape()[1], e.shape()[2]});
