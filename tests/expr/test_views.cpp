@@ -210,6 +210,36 @@ TEST_CASE("writing through views: into a transposed view, a slice and a reshape"
                        doctest::Contains("cannot be expressed with strides"), shape_error);
 }
 
+TEST_CASE("a reshape at the root is evaluated as the output's, in the child's coordinates") {
+  // seed 002's output: [B * H, S, D] heads back to [B * S, H * D]
+  const index_t B = 2, H = 3, S = 7, D = 5;
+  auto pv = test::random_tensor({B * H, S, D}, 97);
+  auto back = reshape(transpose(reshape(pv, {B, H, S, D}), {0, 2, 1, 3}), {B * S, H * D});
+  check(back * 1.0f, 0, "an expression under the root");
+  tensor<float, 2> out({B * S, H * D});
+  eval(out.view(), back);  // the root itself a reshape: out seen as [B, S, H, D]
+  for (index_t b = 0; b < B; ++b)
+    for (index_t h = 0; h < H; ++h)
+      for (index_t s = 0; s < S; ++s)
+        for (index_t d = 0; d < D; ++d) CHECK(out(b * S + s, h * D + d) == pv(b * H + h, s, d));
+  // an output that cannot be seen in the child's shape (a transposed view): the reshape stays
+  tensor<float, 2> outt({H * D, B * S});
+  eval(transpose(outt.view()), back);
+  for (index_t r = 0; r < B * S; ++r)
+    for (index_t c = 0; c < H * D; ++c) CHECK(outt(c, r) == out(r, c));
+  // a contraction under a root reshape, and one whose output overlaps what it reads
+  auto x = test::random_tensor({4, 6, 9}, 98, -1, 1);
+  auto w = test::random_tensor({10, 9}, 99, -1, 1);
+  check(reshape(dense(x, w) + 1.0f, {24, 10}), 2, "reshape of dense + bias", 1e-5);
+  tensor<float, 2> sq({6, 6});
+  for (index_t i = 0; i < 36; ++i) sq.data()[i] = static_cast<float>(i);
+  eval(sq.view(), reshape(transpose(reshape(std::as_const(sq).view(), {36})), {6, 6}));
+  for (index_t i = 0; i < 36; ++i) CHECK(sq.data()[i] == static_cast<float>(i));  // x = reshape(reshape(x))
+  eval(sq.view(), reshape(transpose(std::as_const(sq).view()), {6, 6}));
+  CHECK(sq(0, 1) == 6.0f);
+  CHECK(sq(1, 0) == 1.0f);
+}
+
 TEST_CASE("shape errors name the op and both shapes") {
   tensor<float, 2> a({2, 3}), b({4, 5});
   CHECK(message_of([&] { (void)(a + b); }) == "add: shapes (2, 3) and (4, 5) do not broadcast");

@@ -257,6 +257,20 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
     return;  // the assertions above said why: no second screen of errors
   } else if constexpr (needs_own_kernel<E>) {
     run_root<Ctx, T, Q>(ctx, tensor_view<T, static_cast<int>(Q)>(out), expr);
+  } else if constexpr (kind_of<E> == node_kind::reshape_view) {
+    // A reshape at the root is the output's: out seen in the child's shape, where its strides
+    // allow it (always for a contiguous output), evaluates the child in its own coordinates,
+    // where its leaves fold (seed 002's output, reshape(transpose(reshape(PV))) into [3072,
+    // 768]: rows of 64 through the general loads before) and its contractions are met without
+    // a reshape between (the blocked epilogue follows no reshape of a product).
+    constexpr std::size_t Rc = E::child_type::rank;
+    index_array<Rc> strides{};
+    if (bind::detail::reshape_strides(out.shape().array(), out.strides(), expr.child.shape().array(), strides))
+      eval_with(ctx, tensor_view<T, static_cast<int>(Rc)>(out.data(), expr.child.shape(), strides), expr.child,
+                streaming);
+    else
+      run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
+                         streaming);
   } else if constexpr (fuse::detail::is_view_of_row_ops<E>()) {
     // A slice of a tree holding softmaxes or layer norms (the rows of an operand a contraction
     // reads by blocks): the row nodes of the slice only, where the slice passes down to them.
