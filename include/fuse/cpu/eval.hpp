@@ -253,6 +253,13 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
   check_output<O, E>();
   constexpr std::size_t Q = O::rank;
   using T = typename O::element_type;
+  // The tree as it is, in one pass over out (or by the blocked epilogue): what every root that
+  // is not rewritten below comes to. (A template: instantiated only where a branch below calls
+  // it, so an eval of device memory stops at the assertions above.)
+  const auto as_is = [&]<class = void>() {
+    run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
+                       streaming);
+  };
   if constexpr (!reads_host_only<O, E>()) {
     return;  // the assertions above said why: no second screen of errors
   } else if constexpr (needs_own_kernel<E>) {
@@ -268,9 +275,7 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
     if (bind::detail::reshape_strides(out.shape().array(), out.strides(), expr.child.shape().array(), strides))
       eval_with(ctx, tensor_view<T, static_cast<int>(Rc)>(out.data(), expr.child.shape(), strides), expr.child,
                 streaming);
-    else
-      run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
-                         streaming);
+    else as_is();
   } else if constexpr (fuse::detail::is_view_of_row_ops<E>()) {
     // A slice of a tree holding softmaxes or layer norms (the rows of an operand a contraction
     // reads by blocks): the row nodes of the slice only, where the slice passes down to them.
@@ -283,12 +288,9 @@ void eval_with(Ctx& ctx, Out&& out_, Expr&& expr_, streaming_stores streaming) {
       for (std::size_t d = 0; d < Rc; ++d)
         strides[d] = along[d] < 0 ? 0 : out.strides()[static_cast<std::size_t>(along[d])];
       eval_with(ctx, tensor_view<T, static_cast<int>(Rc)>(out.data(), pushed.shape(), strides), pushed, streaming);
-    } else
-      run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
-                         streaming);
+    } else as_is();
   } else {
-    run_elementwise<Q>(ctx, std::make_tuple(tensor_view<T, static_cast<int>(Q)>(out)), std::tuple<const E&>(expr),
-                       streaming);
+    as_is();
   }
 }
 
